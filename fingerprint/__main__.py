@@ -1,0 +1,3 @@
+from fingerprint.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,237 @@
+"""`python -m fingerprint`: fingerprints, corpus dedup, pairwise comparison and copy matching."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from fingerprint.cluster import SinglePass
+from fingerprint.compare import containment, minhash, shingle_jaccard, top_sentences_signature, winnowing_fingerprints
+from fingerprint.dna import DEFAULT_PARAMS, SEED_PARAMS, dna, dna_containment
+from fingerprint.document import fingerprint_text
+from fingerprint.exact import content_hash
+from fingerprint.matcher import CopyMatcher, compare_texts
+from fingerprint.simhash import hamming, simhash
+from fingerprint.tokens import Tokenizer
+
+ENCODINGS = ("utf-8", "gb18030", "big5")
+
+
+class InputError(Exception):
+    """Input that cannot be read at all (the message names the file)."""
+
+
+def read_text(path: str) -> str:
+    """A whole text file ('-' for stdin), UTF-8 first, then GB18030 and Big5."""
+    data = sys.stdin.buffer.read() if path == "-" else _read_bytes(path)
+    for encoding in ENCODINGS:
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    raise InputError(f"{path}: not UTF-8, GB18030 or Big5 text")
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from None
+
+
+def iter_jsonl(path: str, problems: list[str]) -> Iterator[tuple[int, str, str]]:
+    """(line number, id, text) of every usable line; what is skipped is said in problems."""
+    stream: IO[bytes] = sys.stdin.buffer if path == "-" else _open(path)
+    with stream:
+        for lineno, raw in enumerate(stream, 1):
+            if not raw.strip():
+                continue
+            doc = _parse_line(path, lineno, raw, problems)
+            if doc is not None:
+                yield lineno, doc[0], doc[1]
+
+
+def _open(path: str) -> IO[bytes]:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from None
+
+
+def _parse_line(path: str, lineno: int, raw: bytes, problems: list[str]) -> tuple[str, str] | None:
+    where = f"{path}:{lineno}"
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        problems.append(f"{where}: skipped, not UTF-8")
+        return None
+    except json.JSONDecodeError as exc:
+        problems.append(f"{where}: skipped, malformed JSON ({exc.msg})")
+        return None
+    if not isinstance(doc, dict) or "text" not in doc:
+        problems.append(f"{where}: skipped, no \"text\" field")
+        return None
+    if not isinstance(doc["text"], str) or not doc["text"].strip():
+        problems.append(f"{where}: skipped, empty text")
+        return None
+    return str(doc.get("id", lineno)), doc["text"]
+
+
+def _progress(total_hint: bool):
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return None
+    return tqdm(unit="doc", file=sys.stderr, disable=not total_hint)
+
+
+def cmd_simhash(args: argparse.Namespace) -> int:
+    tok = Tokenizer(_user_words(args.userdict))
+    for path in args.files:
+        fp = simhash(read_text(path), args.weighting, tok)
+        print(f"{fp:016x}\t{path}")
+    return 0
+
+
+def cmd_dna(args: argparse.Namespace) -> int:
+    for path in args.files:
+        windows = dna(read_text(path), SEED_PARAMS if args.seed_windows else DEFAULT_PARAMS)
+        print(f"{path}\t{len(windows)} windows\t" + " ".join(f"{w:012x}" for w in windows))
+    return 0
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    problems: list[str] = []
+    tok = Tokenizer(_user_words(args.userdict))
+    clusters = SinglePass(k=args.k)
+    exact: dict[str, str] = {}
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    started, docs, dups = time.perf_counter(), 0, 0
+    bar = _progress(args.progress or sys.stderr.isatty())
+    try:
+        for _, doc_id, text in iter_jsonl(args.input, problems):
+            fp = fingerprint_text(text, args.weighting, tok)
+            if fp.content_hash in exact:
+                row = {"id": doc_id, "cluster": exact[fp.content_hash],
+                       "duplicate_of": exact[fp.content_hash], "distance": 0}
+            else:
+                a = clusters.add(doc_id, fp.simhash)
+                row = {"id": doc_id, "cluster": a.cluster, "duplicate_of": a.duplicate_of,
+                       "distance": a.distance}
+                exact[fp.content_hash] = a.cluster
+            docs += 1
+            dups += row["duplicate_of"] is not None
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            if bar is not None:
+                bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
+        if args.out:
+            out.close()
+    for p in problems:
+        print(p, file=sys.stderr)
+    elapsed = time.perf_counter() - started
+    print(f"documents {docs}, clusters {clusters.clusters}, duplicates {dups}, skipped {len(problems)}, "
+          f"{elapsed:.2f} s ({docs / elapsed if elapsed else 0:.0f} docs/s)", file=sys.stderr)
+    return 0 if docs or not problems else 1
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    a, b = read_text(args.a), read_text(args.b)
+    fa, fb = fingerprint_text(a), fingerprint_text(b)
+    rows = [
+        ("exact content hash", "equal" if content_hash(a) == content_hash(b) else "different"),
+        ("simhash hamming distance (64 bits)", str(hamming(fa.simhash, fb.simhash))),
+        ("pinyin DNA containment (anchored)", f"{dna_containment(fa.dna, fb.dna):.3f}"),
+        ("pinyin DNA containment (seed grid)", f"{dna_containment(dna(a, SEED_PARAMS), dna(b, SEED_PARAMS)):.3f}"),
+        ("5-shingle jaccard", f"{shingle_jaccard(a, b):.3f}"),
+        ("minhash jaccard estimate", f"{minhash(a).jaccard(minhash(b)):.3f}"),
+        ("top-5 sentences signature", "equal" if top_sentences_signature(a) == top_sentences_signature(b) else "different"),
+        ("winnowing containment", f"{containment(winnowing_fingerprints(a), winnowing_fingerprints(b)):.3f}"),
+    ]
+    m = compare_texts(a, b)
+    rows.append(("copy matcher (A as source)", "no copy" if m is None else
+                 f"copy: {m.source_coverage:.0%} of A in {len(m.suspect_spans)} passages, "
+                 f"{m.suspect_coverage:.0%} of B"))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    return 0
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    problems: list[str] = []
+    matcher = CopyMatcher()
+    sources = 0
+    for _, doc_id, text in iter_jsonl(args.sources, problems):
+        matcher.add_source(doc_id, text)
+        sources += 1
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    suspects = found = 0
+    try:
+        for _, doc_id, text in iter_jsonl(args.suspects, problems):
+            suspects += 1
+            for m in matcher.match(text):
+                found += 1
+                row = {"suspect": doc_id, **m.as_dict()}
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        if args.out:
+            out.close()
+    for p in problems:
+        print(p, file=sys.stderr)
+    print(f"sources {sources}, suspects {suspects}, matches {found}, skipped {len(problems)}", file=sys.stderr)
+    return 0 if sources and suspects else 1
+
+
+def _user_words(path: str | None) -> list[str]:
+    if not path:
+        return []
+    return [line.split()[0] for line in read_text(path).splitlines() if line.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m fingerprint", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--weighting", choices=["tfidf", "tf"], default="tfidf")
+    common.add_argument("--userdict", help="file of extra words for the tokenizer, one per line")
+    s = sub.add_parser("simhash", parents=[common], help="print the 64-bit SimHash of each file")
+    s.add_argument("files", nargs="+", help="text files, or - for standard input")
+    s.set_defaults(func=cmd_simhash)
+    d = sub.add_parser("dna", help="print the pinyin-initial DNA windows of each file")
+    d.add_argument("files", nargs="+")
+    d.add_argument("--seed-windows", action="store_true", help="the seed's fixed grid instead of sentence-anchored windows")
+    d.set_defaults(func=cmd_dna)
+    dd = sub.add_parser("dedup", parents=[common], help="cluster a JSONL corpus of {id, text} (Single-Pass, Hamming <= k)")
+    dd.add_argument("input")
+    dd.add_argument("--out")
+    dd.add_argument("-k", type=int, default=3)
+    dd.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
+    dd.set_defaults(func=cmd_dedup)
+    c = sub.add_parser("compare", help="every method's similarity for two texts")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.set_defaults(func=cmd_compare)
+    m = sub.add_parser("match", help="find which sources each suspect copies")
+    m.add_argument("--sources", required=True)
+    m.add_argument("--suspects", required=True)
+    m.add_argument("--out")
+    m.set_defaults(func=cmd_match)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,243 @@
+"""Copy matcher: does a page contain a substantial part of a registered work, and where?
+
+Two stages (seed 004 replaced by a candidate/verify design):
+1. Candidates: winnowed 12-letter seeds of the page's pinyin-initial stream (fingerprint/seeds.py)
+   looked up in a SeedIndex of the sources' seeds; sources sharing at least `min_seed_hits` seeds
+   are candidates. Unrelated pages share almost none.
+2. Verification: for each candidate, every 8-letter gram of the page is checked against the source
+   (both directions); letters covered by shared grams form runs; runs shorter than `min_run` letters
+   (shared names, stock phrases of the genre) are discarded. What is left are the copied passages,
+   with character offsets in both texts, whatever order they appear in.
+
+A page copies a source when the passages cover >= `min_coverage` of the source or >= `min_chars`
+Han characters of it. Scores are plain shares a reviewer can read: source_coverage (how much of the
+work was copied) and suspect_coverage (how much of the page is copied text).
+"""
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from fingerprint.dna import letter_stream
+from fingerprint.seeds import gram_codes, seeds
+
+VERIFY_K = 8
+MAX_LETTERS = 400_000  # longer pages are matched on their first 400,000 Han characters
+
+
+class SeedIndex(Protocol):
+    """Where the sources' seeds live: in memory (MemorySeedIndex) or in Redis (storage/)."""
+
+    def add(self, doc_id: str, seeds: Sequence[tuple[int, int]]) -> None: ...
+    def remove(self, doc_id: str) -> None: ...
+    def lookup(self, hashes: Sequence[int]) -> dict[int, list[tuple[str, int]]]: ...
+
+
+class MemorySeedIndex:
+    """SeedIndex in a dict: seed hash -> [(doc_id, letter offset)]."""
+
+    def __init__(self) -> None:
+        self._postings: dict[int, list[tuple[str, int]]] = {}
+        self._docs: dict[str, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def add(self, doc_id: str, seeds: Sequence[tuple[int, int]]) -> None:
+        """Index doc_id's seeds (replacing any it had)."""
+        self.remove(doc_id)
+        for h, pos in seeds:
+            self._postings.setdefault(h, []).append((doc_id, pos))
+        self._docs[doc_id] = [h for h, _ in seeds]
+
+    def remove(self, doc_id: str) -> None:
+        """Forget doc_id's seeds."""
+        for h in self._docs.pop(doc_id, ()):
+            kept = [p for p in self._postings.get(h, ()) if p[0] != doc_id]
+            if kept:
+                self._postings[h] = kept
+            else:
+                self._postings.pop(h, None)
+
+    def lookup(self, hashes: Sequence[int]) -> dict[int, list[tuple[str, int]]]:
+        """Postings of every hash that has any."""
+        get = self._postings.get
+        return {h: p for h in hashes if (p := get(h))}
+
+
+@dataclass(frozen=True)
+class MatchParams:
+    """Thresholds of the matcher, measured in benchmarks/accuracy (see README)."""
+
+    min_seed_hits: int = 3
+    max_candidates: int = 20
+    min_run: int = 20
+    merge_gap: int = 3
+    min_coverage: float = 0.30
+    min_chars: int = 300
+    min_copied: int = 60
+
+
+@dataclass
+class Match:
+    """One source found in one page, with the copied passages in both texts."""
+
+    source_id: str
+    score: float
+    source_coverage: float
+    suspect_coverage: float
+    copied_chars: int
+    source_spans: list[tuple[int, int]] = field(default_factory=list)
+    suspect_spans: list[tuple[int, int]] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"source": self.source_id, "score": round(self.score, 4),
+                "source_coverage": round(self.source_coverage, 4),
+                "suspect_coverage": round(self.suspect_coverage, 4),
+                "copied_chars": self.copied_chars,
+                "source_spans": [list(s) for s in self.source_spans],
+                "suspect_spans": [list(s) for s in self.suspect_spans], "methods": self.methods}
+
+
+@dataclass(frozen=True)
+class _Letters:
+    codes: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, text: str) -> _Letters:
+        codes, offsets = letter_stream(text)
+        return cls(codes[:MAX_LETTERS], offsets[:MAX_LETTERS])
+
+
+def _covered(present: np.ndarray, n: int, k: int) -> np.ndarray:
+    """Letters covered by the k-grams flagged present (gram i covers letters i..i+k-1)."""
+    starts = np.zeros(n + 1, dtype=np.int32)
+    idx = np.flatnonzero(present)
+    np.add.at(starts, idx, 1)
+    np.add.at(starts, idx + k, -1)
+    return np.cumsum(starts[:n]) > 0
+
+
+def _runs(mask: np.ndarray, merge_gap: int, min_run: int) -> list[tuple[int, int]]:
+    """[start, end) runs of True, gaps of <= merge_gap letters bridged, short runs dropped."""
+    if not mask.any():
+        return []
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    merged: list[list[int]] = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if merged and s - merged[-1][1] <= merge_gap:
+            merged[-1][1] = e
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged if e - s >= min_run]
+
+
+def _char_spans(runs: list[tuple[int, int]], offsets: np.ndarray) -> list[tuple[int, int]]:
+    return [(int(offsets[s]), int(offsets[e - 1]) + 1) for s, e in runs]
+
+
+def align(source: _Letters, suspect: _Letters, params: MatchParams) -> tuple[list, list]:
+    """Copied passages as letter runs (source_runs, suspect_runs)."""
+    src = gram_codes(source.codes, VERIFY_K)
+    sus = gram_codes(suspect.codes, VERIFY_K)
+    if len(src) == 0 or len(sus) == 0:
+        return [], []
+    src_mask = _covered(np.isin(src, sus), len(source.codes), VERIFY_K)
+    sus_mask = _covered(np.isin(sus, src), len(suspect.codes), VERIFY_K)
+    return (_runs(src_mask, params.merge_gap, params.min_run),
+            _runs(sus_mask, params.merge_gap, params.min_run))
+
+
+def compare_texts(source: str, suspect: str, params: MatchParams | None = None,
+                  source_id: str = "source") -> Match | None:
+    """Verify one (source, suspect) pair directly, without an index."""
+    return _verify(source_id, _Letters.of(source), _Letters.of(suspect), params or MatchParams())
+
+
+def _verify(source_id: str, source: _Letters, suspect: _Letters, params: MatchParams) -> Match | None:
+    src_runs, sus_runs = align(source, suspect, params)
+    src_letters = sum(e - s for s, e in src_runs)
+    sus_letters = sum(e - s for s, e in sus_runs)
+    copied = min(src_letters, sus_letters)
+    if copied < params.min_copied or not len(source.codes):
+        return None
+    coverage = src_letters / len(source.codes)
+    if coverage < params.min_coverage and copied < params.min_chars:
+        return None
+    return Match(source_id=source_id, score=min(1.0, coverage), source_coverage=coverage,
+                 suspect_coverage=sus_letters / len(suspect.codes), copied_chars=copied,
+                 source_spans=_char_spans(src_runs, source.offsets),
+                 suspect_spans=_char_spans(sus_runs, suspect.offsets), methods=["pinyin-passages"])
+
+
+class CopyMatcher:
+    """Index sources, then find which of them a page copies."""
+
+    def __init__(self, index: SeedIndex | None = None,
+                 get_text: Callable[[str], str | None] | None = None,
+                 params: MatchParams | None = None, cache_size: int = 256) -> None:
+        self.index = index if index is not None else MemorySeedIndex()
+        self.params = params or MatchParams()
+        self._texts: dict[str, str] = {}
+        self._get_text = get_text or self._texts.get
+        self._letters: OrderedDict[str, _Letters] = OrderedDict()
+        self._cache_size = cache_size
+
+    def add_source(self, doc_id: str, text: str) -> int:
+        """Index one source text (a chapter or segment); returns its number of seeds."""
+        letters = _Letters.of(text)
+        hashes, positions = seeds(letters.codes)
+        self.index.add(doc_id, list(zip(hashes.tolist(), positions.tolist())))
+        if self._get_text == self._texts.get:
+            self._texts[doc_id] = text
+        self._letters.pop(doc_id, None)
+        return len(hashes)
+
+    def remove_source(self, doc_id: str) -> None:
+        """Forget a source."""
+        self.index.remove(doc_id)
+        self._texts.pop(doc_id, None)
+        self._letters.pop(doc_id, None)
+
+    def candidates(self, letters: _Letters) -> list[tuple[str, int]]:
+        """(source id, distinct shared seeds), most first, above min_seed_hits."""
+        hashes, _ = seeds(letters.codes)
+        postings = self.index.lookup(np.unique(hashes).tolist())
+        hits: Counter[str] = Counter()
+        for plist in postings.values():
+            hits.update({doc for doc, _ in plist})
+        ranked = [(d, n) for d, n in hits.most_common() if n >= self.params.min_seed_hits]
+        return ranked[: self.params.max_candidates]
+
+    def match(self, text: str) -> list[Match]:
+        """Every indexed source the text copies, best first."""
+        suspect = _Letters.of(text)
+        found = []
+        for doc_id, _ in self.candidates(suspect):
+            source = self._source_letters(doc_id)
+            if source is None:
+                continue
+            m = _verify(doc_id, source, suspect, self.params)
+            if m:
+                found.append(m)
+        return sorted(found, key=lambda m: (-m.copied_chars, m.source_id))
+
+    def _source_letters(self, doc_id: str) -> _Letters | None:
+        if doc_id in self._letters:
+            self._letters.move_to_end(doc_id)
+            return self._letters[doc_id]
+        text = self._get_text(doc_id)
+        if text is None:
+            return None
+        letters = _Letters.of(text)
+        self._letters[doc_id] = letters
+        if len(self._letters) > self._cache_size:
+            self._letters.popitem(last=False)
+        return letters

@@ -1,0 +1,100 @@
+"""Text normalisation: the same story from any site, script or encoding becomes the same text."""
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import numpy as np
+
+from fingerprint._tables import t2s_map
+
+SENTENCE_END = "。"
+CLAUSE = "，"
+_SENTENCE_PUNCT = "。！？!?；;"
+_CLAUSE_PUNCT = "，、,：:"
+# Marks whose style differs between sites and scripts (「」 vs “”, 《》 vs <>) carry no content.
+_DROPPED_PUNCT = "“”‘’\"'「」『』《》〈〉【】〔〕[]()<>—～~·•・*#|"
+_INVISIBLE = "\u00ad\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\ufeff"
+
+_ELLIPSIS = re.compile(r"(?:\.{2,}|…+|⋯+)")
+_SPACES = re.compile(r"[ \t\f\v\u00a0\u3000]+")
+_HAN_GAP = re.compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")
+_BLANK_LINES = re.compile(r"\s*\n\s*")
+_REPEATED_PUNCT = re.compile(r"([。，])[。，]+")
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_SENTENCE_SPLIT = re.compile(r"[^。\n]+[。]?")
+
+
+@lru_cache(maxsize=None)
+def _table() -> dict[int, str | None]:
+    table: dict[int, str | None] = dict(t2s_map())
+    for cp in range(0x20):
+        if chr(cp) not in "\n\t":
+            table[cp] = None
+    table[0x7F] = None
+    for ch in _INVISIBLE:
+        table[ord(ch)] = None
+    for ch in _SENTENCE_PUNCT:
+        table[ord(ch)] = SENTENCE_END
+    for ch in _CLAUSE_PUNCT:
+        table[ord(ch)] = CLAUSE
+    for ch in _DROPPED_PUNCT:
+        table[ord(ch)] = None
+    for cp in range(ord("A"), ord("Z") + 1):
+        table[cp] = chr(cp + 32)
+    return table
+
+
+_DELETE = 0xFFFFFFFF
+_EXPAND = 0xFFFFFFFE
+_LUT_RANGES = ((0, 0x10000), (0x1D400, 0x1D800), (0x1F100, 0x1F300), (0x2F800, 0x2FA20))
+
+
+@lru_cache(maxsize=None)
+def _lut() -> np.ndarray:
+    """Code point -> code point after NFKC and _table(), all in one vectorised lookup."""
+    lut = np.arange(0x110000, dtype=np.uint32)
+    table = _table()
+    for lo, hi in _LUT_RANGES:
+        for cp in range(lo, hi):
+            ch = chr(cp)
+            folded = unicodedata.normalize("NFKC", ch).translate(table)
+            if unicodedata.combining(ch):
+                lut[cp] = _EXPAND  # composes with its neighbour: needs whole-string NFKC
+            elif folded != ch:
+                lut[cp] = ord(folded) if len(folded) == 1 else (_DELETE if not folded else _EXPAND)
+    lut[ord("…")] = lut[ord("⋯")] = ord(SENTENCE_END)
+    for surrogate in range(0xD800, 0xE000):
+        lut[surrogate] = _DELETE
+    return lut
+
+
+def _fold_chars(text: str) -> str:
+    """NFKC + _table() per character; whole-string NFKC only for expanding or combining characters."""
+    codes = _lut()[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)]
+    if (codes == _EXPAND).any():
+        return _ELLIPSIS.sub(SENTENCE_END, unicodedata.normalize("NFKC", text)).translate(_table())
+    return codes[codes != _DELETE].tobytes().decode("utf-32-le")
+
+
+def normalize(text: str) -> str:
+    """NFKC, full->half width, traditional->simplified, folded punctuation and white space."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if ".." in text:
+        text = _ELLIPSIS.sub(SENTENCE_END, text)
+    text = _fold_chars(text)
+    text = _SPACES.sub(" ", text)
+    text = _HAN_GAP.sub("", text)
+    text = _BLANK_LINES.sub("\n", text)
+    return _REPEATED_PUNCT.sub(r"\1", text).strip()
+
+
+def compact(normalized: str) -> str:
+    """The normalised text without white space or punctuation: what the exact hash sees."""
+    return _NOT_ALNUM.sub("", normalized)
+
+
+def sentences(normalized: str) -> list[str]:
+    """Sentences of a normalised text, split at sentence ends and line breaks."""
+    return [s.strip() for s in _SENTENCE_SPLIT.findall(normalized) if s.strip(" 。，")]

@@ -1,0 +1,55 @@
+"""64-bit SimHash (Charikar; Manku et al.) over weighted tokens, vectorised with numpy."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from fingerprint.normalize import normalize
+from fingerprint.tokens import Tokenizer, default_tokenizer, token_hash
+
+BITS = 64
+_SHIFTS = np.arange(BITS, dtype=np.uint64)
+MASK64 = (1 << BITS) - 1
+
+
+def simhash_hashed(hashes: np.ndarray, weights: np.ndarray) -> int:
+    """SimHash of hashed features: per bit, + weight where the feature's bit is 1, - where it is 0."""
+    if len(hashes) == 0:
+        return 0
+    bits = np.unpackbits(hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    totals = 2 * (weights @ bits.astype(np.int64)) - int(weights.sum())
+    return int(np.bitwise_or.reduce((totals > 0).astype(np.uint64) << _SHIFTS))
+
+
+def simhash_weights(weights: Mapping[str, int]) -> int:
+    """SimHash of a token -> integer weight mapping."""
+    hashes = np.fromiter((token_hash(t) for t in weights), dtype=np.uint64, count=len(weights))
+    return simhash_hashed(hashes, np.fromiter(weights.values(), dtype=np.int64, count=len(weights)))
+
+
+def simhash(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = None,
+            normalized: bool = False) -> int:
+    """64-bit SimHash of a text (unsigned int)."""
+    tok = tokenizer or default_tokenizer()
+    return simhash_hashed(*tok.hashed_weights(text if normalized else normalize(text), weighting))
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits between two 64-bit fingerprints."""
+    return ((a ^ b) & MASK64).bit_count()
+
+
+def similarity(a: int, b: int) -> float:
+    """1 - Hamming distance / 64."""
+    return 1.0 - hamming(a, b) / BITS
+
+
+def to_signed(fp: int) -> int:
+    """uint64 -> int64, for stores without an unsigned 64-bit type (MongoDB)."""
+    return fp - (1 << 64) if fp >= (1 << 63) else fp
+
+
+def to_unsigned(value: int) -> int:
+    """int64 -> uint64, the inverse of to_signed."""
+    return value & MASK64
