@@ -4,43 +4,104 @@ The tokenizer is rjieba (jieba's dictionary and algorithm, in Rust, ~30x faster 
 hard dependency, never a "use it if installed" choice: a different segmenter gives different tokens
 and so different fingerprints. Weights are TF-IDF with jieba's IDF table (frozen since jieba 0.42.1)
 or plain TF, rounded to integers so the SimHash sums are exact on every machine.
+
+Per-token work is vectorised: the tokens are joined into one byte string, every token's 64-bit
+hash is a polynomial hash of its UTF-8 bytes computed with prefix sums (then mixed with splitmix64),
+and IDF weights are found by binary search in a table keyed by the same hash. Stopwords and tokens
+without a letter, digit or Han character have weight 0.
 """
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 
 import numpy as np
 import rjieba
-import xxhash
 
 from fingerprint._tables import stopwords
+from fingerprint.seeds import mix64
 
 WEIGHT_SCALE = 1000
-_CONTENT = re.compile(r"[\w]", re.UNICODE)
-_ASCII_WORD = re.compile(r"^[a-z0-9_.]+$")
+_SEP = b"\x00"  # never in normalised text: control characters are removed
+_P = 0x100000001B3  # FNV-1a's 64-bit prime, as the polynomial base
+_P_INV = pow(_P, -1, 2 ** 64)
+
+
+@lru_cache(maxsize=8)
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P^j, P^-j) mod 2^64 for j < n, n rounded up to a power of two."""
+    with np.errstate(over="ignore"):
+        up = np.full(n, _P, dtype=np.uint64)
+        down = np.full(n, _P_INV, dtype=np.uint64)
+        up[0] = down[0] = 1
+        up, down = np.cumprod(up, dtype=np.uint64), np.cumprod(down, dtype=np.uint64)
+    return up, down
+
+
+def _hash_segments(data: np.ndarray) -> np.ndarray:
+    """Hashes of the _SEP-separated segments of data: sum(b_j * P^(L-1-j)), then mixed."""
+    seps = np.flatnonzero(data == 0)
+    starts = np.concatenate([[0], seps + 1])
+    ends = np.concatenate([seps, [len(data)]])
+    size = 1 << max(1, int(len(data)).bit_length())
+    up, down = _powers(size)
+    with np.errstate(over="ignore"):
+        prefix = np.zeros(len(data) + 1, dtype=np.uint64)
+        np.cumsum(data.astype(np.uint64) * down[:len(data)], dtype=np.uint64, out=prefix[1:])
+        raw = (prefix[ends] - prefix[starts]) * up[np.maximum(ends - 1, 0)]
+    return mix64(raw)
+
+
+def hash_text_tokens(tokens: Sequence[str]) -> np.ndarray:
+    """Stable 64-bit hash of each token (tokens never contain NUL: see _SEP)."""
+    if not tokens:
+        return np.zeros(0, dtype=np.uint64)
+    return _hash_segments(np.frombuffer("\x00".join(tokens).encode("utf-8"), dtype=np.uint8))
 
 
 @lru_cache(maxsize=None)
-def idf_table() -> tuple[dict[str, float], float]:
-    """jieba's IDF table and its median, the weight of words it does not know."""
-    path = resources.files("jieba.analyse").joinpath("idf.txt")
-    table: dict[str, float] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+def idf_lookup() -> tuple[np.ndarray, np.ndarray, float]:
+    """(sorted token hashes, their IDF, median IDF): jieba's IDF table, 0 for non-content tokens."""
+    words, values = [], []
+    for line in resources.files("jieba.analyse").joinpath("idf.txt").read_text(encoding="utf-8").splitlines():
         word, _, value = line.partition(" ")
-        if value:
-            table[word] = float(value)
-    values = sorted(table.values())
-    return table, values[len(values) // 2]
+        if value and "\x00" not in word:
+            words.append(word)
+            values.append(float(value))
+    median = float(np.median(values))
+    zero = sorted(stopwords() | _non_content_chars())
+    hashes = np.concatenate([hash_text_tokens(words), hash_text_tokens(zero)])
+    idf = np.concatenate([np.array(values), np.zeros(len(zero))])
+    # later entries win: a stopword or punctuation listed in idf.txt still gets weight 0
+    order = np.argsort(hashes, kind="stable")
+    hashes, idf = hashes[order], idf[order]
+    last = np.concatenate([hashes[1:] != hashes[:-1], [True]])
+    return hashes[last], idf[last], median
+
+
+def _non_content_chars() -> set[str]:
+    """Single characters that carry no content: neither letter, digit nor Han, or a lone ASCII letter."""
+    out = set()
+    for cp in range(1, 0x10000):
+        ch = chr(cp)
+        if 0xD800 <= cp < 0xE000:
+            continue
+        if not ch.isalnum() and ch != "_" or ch.isascii():
+            out.add(ch)
+    return out
+
+
+def idf_of(hashes: np.ndarray) -> np.ndarray:
+    """IDF of each token hash: jieba's value, the median for unknown words, 0 for non-content."""
+    keys, values, median = idf_lookup()
+    idx = np.minimum(np.searchsorted(keys, hashes), len(keys) - 1)
+    return np.where(keys[idx] == hashes, values[idx], median)
 
 
 class Tokenizer:
     """rjieba segmentation with optional user words (novel characters, place names)."""
-
-    MEMO_LIMIT = 1_000_000
 
     def __init__(self, user_words: Iterable[str] = ()) -> None:
         words = sorted({w.strip() for w in user_words if w and w.strip()})
@@ -49,78 +110,41 @@ class Tokenizer:
             self._jieba.add_word(word, None, None)
         digest = hashlib.blake2b("\n".join(words).encode(), digest_size=4).hexdigest()
         self.id = "rjieba0.2" + (f"+user{digest}" if words else "")
-        self._reset_memo()
 
-    def _reset_memo(self) -> None:
-        # token -> row in the feature arrays; rows hold the token's stable hash and IDF (0: not content)
-        self._row: dict[str, int] = {}
-        self._hash = np.zeros(1024, dtype=np.uint64)
-        self._idf = np.zeros(1024, dtype=np.float64)
-
-    def _add(self, token: str) -> int:
-        """Row of token, created on first sight."""
-        row = self._row.get(token)
-        if row is not None:
-            return row
-        row = len(self._row)
-        if row == len(self._hash):
-            self._hash = np.resize(self._hash, 2 * row)
-            self._idf = np.resize(self._idf, 2 * row)
-        self._row[token] = row
-        self._hash[row] = token_hash(token)
-        self._idf[row] = self._idf_of(token)
-        return row
-
-    @staticmethod
-    def _idf_of(token: str) -> float:
-        """IDF of a content token; 0 for stopwords, punctuation and stray letters."""
-        if token in stopwords() or not _CONTENT.search(token) or (
-                len(token) == 1 and _ASCII_WORD.match(token)):
-            return 0.0
-        idf, median = idf_table()
-        return idf.get(token, median)
-
-    def _rows(self, tokens: Iterable[str]) -> np.ndarray:
-        if len(self._row) > self.MEMO_LIMIT:
-            self._reset_memo()
-        tokens = list(tokens)
-        rows = list(map(self._row.get, tokens))
-        if None in rows:
-            rows = [self._add(t) if r is None else r for t, r in zip(tokens, rows)]
-        return np.array(rows, dtype=np.int64)
+    def cut(self, normalized: str) -> list[str]:
+        """All tokens of a normalised text, punctuation included."""
+        return self._jieba.cut(normalized, True)
 
     def tokens(self, normalized: str) -> list[str]:
         """Content tokens of a normalised text in order: stopwords and punctuation removed."""
-        cut = self._jieba.cut(normalized, True)
-        rows = self._rows(cut)  # may grow the arrays: index them only afterwards
-        keep = self._idf[rows] > 0
-        return [t for t, k in zip(cut, keep) if k]
+        cut = self.cut(normalized)
+        keep = idf_of(hash_text_tokens(cut)) > 0
+        return [t for t, k in zip(cut, keep.tolist()) if k]
 
     def hashed_weights(self, normalized: str, weighting: str = "tfidf") -> tuple[np.ndarray, np.ndarray]:
         """(uint64 token hashes, int64 weights) of the distinct content tokens.
 
         Weights are TF-IDF or TF, scaled by WEIGHT_SCALE and rounded, so sums are exact integers.
         """
-        rows, counts = np.unique(self._rows(self._jieba.cut(normalized, True)), return_counts=True)
-        idf = self._idf[rows]
-        tf = counts.astype(np.float64)
-        if weighting == "tfidf":
-            tf *= idf
-        elif weighting != "tf":
+        if weighting not in ("tfidf", "tf"):
             raise ValueError(f"unknown weighting {weighting!r}: use 'tfidf' or 'tf'")
+        hashes, counts = np.unique(hash_text_tokens(self.cut(normalized)), return_counts=True)
+        idf = idf_of(hashes)
         content = idf > 0
-        return self._hash[rows][content], np.rint(tf[content] * WEIGHT_SCALE).astype(np.int64)
+        weight = counts * (idf if weighting == "tfidf" else 1.0)
+        return hashes[content], np.rint(weight[content] * WEIGHT_SCALE).astype(np.int64)
 
     def weights(self, normalized: str, weighting: str = "tfidf") -> dict[str, int]:
         """Token -> integer weight, for people and tests (SimHash uses hashed_weights)."""
-        content = sorted(set(self.tokens(normalized)), key=self._row.__getitem__)
-        _, w = self.hashed_weights(normalized, weighting)
-        return dict(zip(content, w.tolist()))
+        tokens = sorted(set(self.tokens(normalized)))
+        by_hash = dict(zip(hash_text_tokens(tokens).tolist(), tokens))
+        hashes, w = self.hashed_weights(normalized, weighting)
+        return {by_hash[h]: v for h, v in zip(hashes.tolist(), w.tolist())}
 
 
 def token_hash(token: str) -> int:
-    """Stable 64-bit hash of a token (xxh64, seed 0): the same on every machine, forever."""
-    return xxhash.xxh64_intdigest(token.encode("utf-8"))
+    """Stable 64-bit hash of one token (hash_text_tokens of a single token)."""
+    return int(hash_text_tokens([token])[0])
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,124 @@
+"""Fingerprinting speed and Hamming-index query latency, each next to a baseline from the same run.
+
+    python -m benchmarks.bench_fingerprint [--docs 600] [--sizes 1e5,1e6,1e7]
+
+Prints docs/s for 3,000-character documents (SimHash + DNA + exact hash, against the tokenizer's
+own cost), and query latency of fingerprint.HammingIndex against a brute-force numpy scan and the
+`simhash` package's SimhashIndex.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def load_docs(n: int, size: int = 3000) -> list[str]:
+    """n documents of `size` characters cut from the shared novels and news."""
+    docs: list[str] = []
+    for name in ("fiction_classics_dev.jsonl", "news_sina_dev.jsonl"):
+        buf = ""
+        with (DATA / name).open(encoding="utf-8") as f:
+            for line in f:
+                buf += json.loads(line)["text"]
+                while len(buf) >= size and len(docs) < n:
+                    docs.append(buf[:size])
+                    buf = buf[size:]
+                if len(docs) >= n:
+                    return docs
+    return docs
+
+
+def rate(fn, docs: list[str], repeat: int = 3) -> float:
+    """Best docs/s of `repeat` passes."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for d in docs:
+            fn(d)
+        best = min(best, time.perf_counter() - t)
+    return len(docs) / best
+
+
+def bench_fingerprinting(n_docs: int) -> None:
+    import jieba
+    import rjieba
+
+    from fingerprint import content_hash, dna, fingerprint_text, normalize, simhash
+
+    docs = load_docs(n_docs)
+    fingerprint_text(docs[0])
+    jieba.lcut(docs[0])
+    rows = [
+        ("rjieba.cut (the tokenizer alone)", rate(rjieba.cut, docs)),
+        ("jieba.lcut (for comparison)", rate(jieba.lcut, docs[:100], 1)),
+        ("normalize", rate(normalize, docs)),
+        ("simhash (normalize + tokens + hash)", rate(simhash, docs)),
+        ("dna", rate(dna, docs)),
+        ("content_hash", rate(content_hash, docs)),
+        ("fingerprint_text (SimHash + DNA + exact)", rate(fingerprint_text, docs)),
+    ]
+    print(f"\nFingerprinting {len(docs)} documents of 3,000 characters, one core")
+    print(f"{'step':<44}{'docs/s':>10}{'ms/doc':>10}")
+    for name, r in rows:
+        print(f"{name:<44}{r:>10.0f}{1000 / r:>10.2f}")
+    print(f"full fingerprint costs {rows[0][1] / rows[-1][1]:.2f}x the tokenizer alone")
+
+
+def _latencies(fn, queries) -> tuple[float, float]:
+    out = []
+    for q in queries:
+        t = time.perf_counter()
+        fn(q)
+        out.append((time.perf_counter() - t) * 1e6)
+    out.sort()
+    return statistics.median(out), out[int(len(out) * 0.99) - 1]
+
+
+def bench_index(sizes: list[int], queries: int = 2000) -> None:
+    from fingerprint import HammingIndex
+
+    print("\nHamming index, k = 3: query latency in microseconds (median / p99)")
+    print(f"{'fingerprints':>12}  {'HammingIndex':>16}  {'numpy scan':>16}  {'simhash pkg':>16}  {'bytes/fp':>8}  {'build s':>8}")
+    rng = np.random.default_rng(42)
+    for n in sizes:
+        fps = rng.integers(0, 2 ** 63, size=n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, size=n, dtype=np.uint64)
+        picks = rng.integers(0, n, size=queries)
+        qs = [int(fps[i]) ^ (1 << int(rng.integers(64))) ^ (1 << int(rng.integers(64))) for i in picks]
+        t = time.perf_counter()
+        index = HammingIndex(3)
+        index.bulk(fps)
+        build = time.perf_counter() - t
+        ours = _latencies(index.query, qs)
+        scan = _latencies(lambda q: np.flatnonzero(np.bitwise_count(fps ^ np.uint64(q)) <= 3), qs[:max(20, queries // (n // 10_000 or 1))])
+        peer = _simhash_pkg(fps, qs[:200]) if n <= 100_000 else None
+        peer_s = f"{peer[0]:>7.0f} /{peer[1]:>7.0f}" if peer else f"{'(too slow)':>16}"
+        print(f"{n:>12,}  {ours[0]:>7.1f} /{ours[1]:>7.1f}  {scan[0]:>7.0f} /{scan[1]:>7.0f}  {peer_s}  "
+              f"{index.memory_bytes() / n:>8.1f}  {build:>8.1f}")
+
+
+def _simhash_pkg(fps: np.ndarray, qs: list[int]) -> tuple[float, float]:
+    """The `simhash` package's SimhashIndex (k=3, 4 blocks) on the same fingerprints."""
+    from simhash import Simhash, SimhashIndex
+
+    index = SimhashIndex([(str(i), Simhash(int(v))) for i, v in enumerate(fps.tolist())], k=3)
+    return _latencies(lambda q: index.get_near_dups(Simhash(q)), qs)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--docs", type=int, default=600)
+    p.add_argument("--sizes", default="1e5,1e6,1e7")
+    args = p.parse_args()
+    bench_fingerprinting(args.docs)
+    bench_index([int(float(s)) for s in args.sizes.split(",")])
+
+
+if __name__ == "__main__":
+    main()
