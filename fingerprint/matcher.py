@@ -15,6 +15,7 @@ work was copied) and suspect_coverage (how much of the page is copied text).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,35 +39,63 @@ class SeedIndex(Protocol):
 
 
 class MemorySeedIndex:
-    """SeedIndex in a dict: seed hash -> [(doc_id, letter offset)]."""
+    """SeedIndex in numpy arrays sorted by seed hash: 16 bytes per seed, binary-search lookups."""
 
     def __init__(self) -> None:
-        self._postings: dict[int, list[tuple[str, int]]] = {}
-        self._docs: dict[str, list[int]] = {}
+        self._ids: list[str] = []
+        self._number: dict[str, int] = {}
+        self._hashes = np.zeros(0, dtype=np.uint64)
+        self._docs = np.zeros(0, dtype=np.uint32)
+        self._pos = np.zeros(0, dtype=np.uint32)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._removed: set[int] = set()
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._number)
 
     def add(self, doc_id: str, seeds: Sequence[tuple[int, int]]) -> None:
         """Index doc_id's seeds (replacing any it had)."""
         self.remove(doc_id)
-        for h, pos in seeds:
-            self._postings.setdefault(h, []).append((doc_id, pos))
-        self._docs[doc_id] = [h for h, _ in seeds]
+        number = len(self._ids)
+        self._ids.append(doc_id)
+        self._number[doc_id] = number
+        pairs = np.array(seeds, dtype=np.uint64).reshape(-1, 2)
+        self._pending.append((pairs[:, 0], np.full(len(pairs), number, dtype=np.uint32),
+                              pairs[:, 1].astype(np.uint32)))
 
     def remove(self, doc_id: str) -> None:
-        """Forget doc_id's seeds."""
-        for h in self._docs.pop(doc_id, ()):
-            kept = [p for p in self._postings.get(h, ()) if p[0] != doc_id]
-            if kept:
-                self._postings[h] = kept
-            else:
-                self._postings.pop(h, None)
+        """Forget doc_id's seeds (dropped from the arrays at the next merge)."""
+        number = self._number.pop(doc_id, None)
+        if number is not None:
+            self._removed.add(number)
+
+    def _merge(self) -> None:
+        parts = [(self._hashes, self._docs, self._pos), *self._pending]
+        hashes, docs, pos = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        if self._removed:
+            keep = ~np.isin(docs, np.fromiter(self._removed, dtype=np.uint32))
+            hashes, docs, pos = hashes[keep], docs[keep], pos[keep]
+            self._removed = set()
+        order = np.argsort(hashes, kind="stable")
+        self._hashes, self._docs, self._pos = hashes[order], docs[order], pos[order]
+        self._pending = []
 
     def lookup(self, hashes: Sequence[int]) -> dict[int, list[tuple[str, int]]]:
         """Postings of every hash that has any."""
-        get = self._postings.get
-        return {h: p for h in hashes if (p := get(h))}
+        if self._pending or self._removed:
+            self._merge()
+        q = np.asarray(hashes, dtype=np.uint64)
+        lo = np.searchsorted(self._hashes, q, "left")
+        hi = np.searchsorted(self._hashes, q, "right")
+        out: dict[int, list[tuple[str, int]]] = {}
+        for i in np.flatnonzero(hi > lo).tolist():
+            rows = range(lo[i], hi[i])
+            out[int(q[i])] = [(self._ids[self._docs[r]], int(self._pos[r])) for r in rows]
+        return out
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the seed arrays."""
+        return int(self._hashes.nbytes + self._docs.nbytes + self._pos.nbytes)
 
 
 @dataclass(frozen=True)
@@ -75,6 +104,7 @@ class MatchParams:
 
     min_seed_hits: int = 3
     max_candidates: int = 20
+    max_postings: int = 200
     min_run: int = 20
     merge_gap: int = 3
     min_coverage: float = 0.30
@@ -177,6 +207,24 @@ def _verify(source_id: str, source: _Letters, suspect: _Letters, params: MatchPa
                  suspect_spans=_char_spans(sus_runs, suspect.offsets), methods=["pinyin-passages"])
 
 
+_HEADING = re.compile(r"^\s*第[0-9一二三四五六七八九十百千零〇两]+[回章节卷集篇].{0,40}$", re.M)
+
+
+def split_segments(text: str, max_chars: int = 20_000) -> list[tuple[int, int]]:
+    """[start, end) segments of a long work: its chapters, long chapters cut at paragraph ends."""
+    starts = sorted({0, *[m.start() for m in _HEADING.finditer(text)]})
+    bounds = [(a, b) for a, b in zip(starts, starts[1:] + [len(text)]) if text[a:b].strip()]
+    out: list[tuple[int, int]] = []
+    for a, b in bounds:
+        while b - a > max_chars:
+            cut = text.rfind("\n", a + max_chars // 2, a + max_chars)
+            cut = cut + 1 if cut > 0 else a + max_chars
+            out.append((a, cut))
+            a = cut
+        out.append((a, b))
+    return out
+
+
 class CopyMatcher:
     """Index sources, then find which of them a page copies."""
 
@@ -212,7 +260,8 @@ class CopyMatcher:
         postings = self.index.lookup(np.unique(hashes).tolist())
         hits: Counter[str] = Counter()
         for plist in postings.values():
-            hits.update({doc for doc, _ in plist})
+            if len(plist) <= self.params.max_postings:  # a seed in hundreds of sources tells nothing
+                hits.update({doc for doc, _ in plist})
         ranked = [(d, n) for d, n in hits.most_common() if n >= self.params.min_seed_hits]
         return ranked[: self.params.max_candidates]
 

@@ -4,7 +4,7 @@ import opencc
 import pytest
 from pypinyin import lazy_pinyin
 
-from fingerprint.matcher import CopyMatcher, MemorySeedIndex, compare_texts
+from fingerprint.matcher import CopyMatcher, MemorySeedIndex, compare_texts, split_segments
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +97,13 @@ def test_compare_texts_without_index(chapters):
     assert compare_texts(chapters[0]["text"], chapters[0]["text"][:800]).copied_chars > 500
     assert compare_texts(chapters[0]["text"], chapters[1]["text"]) is None
     assert compare_texts("", "") is None
+
+
+def test_long_works_split_into_chapters_and_bounded_segments(chapters):
+    book = "\n".join(f"{ch['chapter_title']}\n{ch['text']}" for ch in chapters[:3])
+    segments = split_segments(book, max_chars=4000)
+    assert segments[0][0] == 0 and segments[-1][1] == len(book)
+    assert all(b - a <= 4000 for a, b in segments)
+    assert all(a == b_prev for (a, _), (_, b_prev) in zip(segments[1:], segments))
+    heads = [book[a:a + 3] for a, _ in segments]
+    assert sum(h.startswith("第") for h in heads) == 3
