@@ -15,6 +15,7 @@ from fingerprint.dna import DEFAULT_PARAMS, SEED_PARAMS, dna, dna_containment
 from fingerprint.document import fingerprint_text
 from fingerprint.exact import content_hash
 from fingerprint.matcher import CopyMatcher, compare_texts
+from fingerprint.neardup import NearDupParams, NearDuplicateDetector, is_near_duplicate
 from fingerprint.simhash import hamming, simhash
 from fingerprint.tokens import Tokenizer
 
@@ -104,25 +105,36 @@ def cmd_dna(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dedup_row(doc_id: str, text: str, args: argparse.Namespace, state: dict) -> dict:
+    """One Single-Pass step: SimHash only (the seeds' method) or the product's three steps."""
+    fp = fingerprint_text(text, args.weighting, state["tokenizer"])
+    if args.method == "full":
+        verdict = state["detector"].check(text, fp)
+        if verdict.kind == "new":
+            state["detector"].add(doc_id, text, fp)
+            return {"id": doc_id, "cluster": doc_id, "duplicate_of": None, "distance": 0, "method": None}
+        return {"id": doc_id, "cluster": verdict.original, "duplicate_of": verdict.original,
+                "distance": verdict.distance, "method": verdict.method}
+    exact = state["exact"]
+    if fp.content_hash in exact:
+        return {"id": doc_id, "cluster": exact[fp.content_hash], "duplicate_of": exact[fp.content_hash],
+                "distance": 0, "method": "exact"}
+    a = state["clusters"].add(doc_id, fp.simhash)
+    exact.setdefault(fp.content_hash, a.cluster)
+    return {"id": doc_id, "cluster": a.cluster, "duplicate_of": a.duplicate_of, "distance": a.distance,
+            "method": "simhash" if a.duplicate_of is not None else None}
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
     problems: list[str] = []
-    tok = Tokenizer(_user_words(args.userdict))
-    clusters = SinglePass(k=args.k)
-    exact: dict[str, str] = {}
+    state = {"tokenizer": Tokenizer(_user_words(args.userdict)), "clusters": SinglePass(k=args.k),
+             "exact": {}, "detector": NearDuplicateDetector(NearDupParams(k=args.k))}
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     started, docs, dups = time.perf_counter(), 0, 0
     bar = _progress(args.progress or sys.stderr.isatty())
     try:
         for _, doc_id, text in iter_jsonl(args.input, problems):
-            fp = fingerprint_text(text, args.weighting, tok)
-            if fp.content_hash in exact:
-                row = {"id": doc_id, "cluster": exact[fp.content_hash],
-                       "duplicate_of": exact[fp.content_hash], "distance": 0}
-            else:
-                a = clusters.add(doc_id, fp.simhash)
-                row = {"id": doc_id, "cluster": a.cluster, "duplicate_of": a.duplicate_of,
-                       "distance": a.distance}
-                exact[fp.content_hash] = a.cluster
+            row = _dedup_row(doc_id, text, args, state)
             docs += 1
             dups += row["duplicate_of"] is not None
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -136,7 +148,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     elapsed = time.perf_counter() - started
-    print(f"documents {docs}, clusters {clusters.clusters}, duplicates {dups}, skipped {len(problems)}, "
+    print(f"documents {docs}, clusters {docs - dups}, duplicates {dups}, skipped {len(problems)}, "
           f"{elapsed:.2f} s ({docs / elapsed if elapsed else 0:.0f} docs/s)", file=sys.stderr)
     return 0 if docs or not problems else 1
 
@@ -154,6 +166,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ("top-5 sentences signature", "equal" if top_sentences_signature(a) == top_sentences_signature(b) else "different"),
         ("winnowing containment", f"{containment(winnowing_fingerprints(a), winnowing_fingerprints(b)):.3f}"),
     ]
+    verdict = is_near_duplicate(a, b)
+    rows.append(("crawl-time dedup (B after A)", "new page" if verdict.kind == "new" else
+                 f"duplicate ({verdict.method})"))
     m = compare_texts(a, b)
     rows.append(("copy matcher (A as source)", "no copy" if m is None else
                  f"copy: {m.source_coverage:.0%} of A in {len(m.suspect_spans)} passages, "
@@ -211,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     dd = sub.add_parser("dedup", parents=[common], help="cluster a JSONL corpus of {id, text} (Single-Pass, Hamming <= k)")
     dd.add_argument("input")
     dd.add_argument("--out")
-    dd.add_argument("-k", type=int, default=3)
+    dd.add_argument("-k", type=int, default=3, help="SimHash Hamming distance for near duplicates")
+    dd.add_argument("--method", choices=["full", "simhash"], default="full",
+                    help="full: exact hash, SimHash, then shared passages (default); simhash: the seeds' Single-Pass")
     dd.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
     dd.set_defaults(func=cmd_dedup)
     c = sub.add_parser("compare", help="every method's similarity for two texts")
