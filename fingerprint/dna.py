@@ -116,21 +116,18 @@ def windows(n_letters: int, cuts: list[int], params: DnaParams = DEFAULT_PARAMS)
         return [(s, min(s + m, n_letters)) for s in range(0, n_letters - m + step, step)
                 if s < n_letters and (s == 0 or s + m <= n_letters + step // 2)]
     bounds = sorted({0, n_letters, *[c for c in cuts if 0 < c < n_letters]})
-    out, start = [], 0
+    out, start, find = [], 0, bisect.bisect_left
     while True:
-        end = _next_cut(bounds, start + m, limit=start + 2 * m, n=n_letters)
+        # window end: the first sentence end after m letters, unless that is more than 2m away
+        at = start + m
+        i = find(bounds, at)
+        end = bounds[i] if i < len(bounds) and bounds[i] <= start + 2 * m else min(at, n_letters)
         out.append((start, end))
         if end >= n_letters:
             return out
-        start = _next_cut(bounds, start + step, limit=start + 2 * step, n=n_letters)
-
-
-def _next_cut(bounds: list[int], at: int, limit: int, n: int) -> int:
-    """First sentence boundary at or after `at`; `at` itself when none comes before `limit`."""
-    i = bisect.bisect_left(bounds, at)
-    if i < len(bounds) and bounds[i] <= limit:
-        return bounds[i]
-    return min(at, n)
+        at = start + step
+        i = find(bounds, at)
+        start = bounds[i] if i < len(bounds) and bounds[i] <= start + 2 * step else min(at, n_letters)
 
 
 @lru_cache(maxsize=None)

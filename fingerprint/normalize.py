@@ -18,11 +18,10 @@ _DROPPED_PUNCT = "“”‘’\"'「」『』《》〈〉【】〔〕[]()<>—�
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\ufeff"
 
 _ELLIPSIS = re.compile(r"(?:\.{2,}|…+|⋯+)")
-_SPACES = re.compile(r"[ \t\f\v\u00a0\u3000]+")
+_SPACES = re.compile(r" {2,}")
 _HAN_GAP = re.compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")
-_BLANK_LINES = re.compile(r"\s*\n\s*")
+_BLANK_LINES = re.compile(r" ?\n[ \n]*")
 _REPEATED_PUNCT = re.compile(r"([。，])[。，]+")
-_NOT_ALNUM = re.compile(r"[\W_]+")
 _SENTENCE_SPLIT = re.compile(r"[^。\n]+[。]?")
 
 
@@ -30,8 +29,10 @@ _SENTENCE_SPLIT = re.compile(r"[^。\n]+[。]?")
 def _table() -> dict[int, str | None]:
     table: dict[int, str | None] = dict(t2s_map())
     for cp in range(0x20):
-        if chr(cp) not in "\n\t":
+        if chr(cp) != "\n":
             table[cp] = None
+    for ch in "\t\u00a0\u3000\u2002\u2003\u2009":
+        table[ord(ch)] = " "
     table[0x7F] = None
     for ch in _INVISIBLE:
         table[ord(ch)] = None
@@ -83,16 +84,23 @@ def normalize(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if ".." in text:
         text = _ELLIPSIS.sub(SENTENCE_END, text)
-    text = _fold_chars(text)
-    text = _SPACES.sub(" ", text)
-    text = _HAN_GAP.sub("", text)
+    text = _fold_chars(text)  # after this, white space is only " " and "\n"
+    if " " in text:
+        text = _HAN_GAP.sub("", _SPACES.sub(" ", text))
     text = _BLANK_LINES.sub("\n", text)
     return _REPEATED_PUNCT.sub(r"\1", text).strip()
 
 
+@lru_cache(maxsize=None)
+def _alnum() -> np.ndarray:
+    """Code point -> is it a letter or digit (str.isalnum), for vectorised compact()."""
+    return np.array([chr(cp).isalnum() for cp in range(0x30000)], dtype=bool)
+
+
 def compact(normalized: str) -> str:
     """The normalised text without white space or punctuation: what the exact hash sees."""
-    return _NOT_ALNUM.sub("", normalized)
+    cps = np.frombuffer(normalized.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    return cps[_alnum()[np.minimum(cps, 0x2FFFF)] & (cps < 0x30000)].tobytes().decode("utf-32-le")
 
 
 def sentences(normalized: str) -> list[str]:
