@@ -1,0 +1,223 @@
+"""Body extraction accuracy and speed: the product's extract() next to plain trafilatura.extract().
+
+  python -m benchmarks.bench_extraction [--pages DIR] [--repeat N] [--json OUT]
+
+Word-level scores: jieba tokens (punctuation and whitespace dropped) as a bag of words; precision,
+recall and F1 of the extracted body against the hand-made gold body (tests/extract/gold/gne, see its
+README).  A page whose gold is empty (list page) scores 1.0 when the extractor returns nothing and 0.0
+otherwise.  Also: readability_zh reference pages (expected.html as gold) and the trafilatura_zh
+"with"/"without" snippets.  Time per page for both extractors in the same run.
+Goals (issue 9): average F1 >= 0.95, no page worse than trafilatura by > 0.02, time <= 1.5x.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from collections import Counter
+from pathlib import Path
+
+import jieba
+import lxml.html
+import trafilatura
+
+from pipelines.extract import NoBody, extract
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path("/work/shared/data/html_zh")
+GOLD = ROOT / "tests" / "extract" / "gold" / "gne"
+WORD = re.compile(r"\w", re.U)
+jieba.setLogLevel(60)
+
+
+def tokens(text: str) -> Counter:
+    """Bag of jieba words, punctuation and whitespace dropped."""
+    return Counter(t for t in jieba.lcut(text or "") if WORD.search(t))
+
+
+def prf(gold: str, got: str) -> tuple[float, float, float]:
+    """Word-level precision, recall, F1 (empty gold: 1.0 only for empty output)."""
+    g, o = tokens(gold), tokens(got)
+    if not g:
+        return (1.0, 1.0, 1.0) if not o else (0.0, 1.0, 0.0)
+    if not o:
+        return 0.0, 0.0, 0.0
+    common = sum((g & o).values())
+    p, r = common / sum(o.values()), common / sum(g.values())
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def product(raw: bytes) -> str:
+    """The product's body text ('' when it reports no body)."""
+    try:
+        return extract(raw).text
+    except NoBody:
+        return ""
+
+
+def plain(raw: bytes) -> str:
+    """trafilatura.extract with its defaults."""
+    return trafilatura.extract(raw) or ""
+
+
+def timed(fn, raw: bytes, repeat: int) -> tuple[str, float]:
+    """Output and best-of-N wall time in ms."""
+    best, out = float("inf"), ""
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn(raw)
+        best = min(best, time.perf_counter() - t0)
+    return out, best * 1000
+
+
+def gne_gold() -> dict[str, str]:
+    """Gold bodies: gold/gne/*.txt, or rebuilt from gne_selection.json when the .txt files are absent
+    (the news text belongs to the sites; the selection file alone reproduces the gold)."""
+    selection = json.loads((GOLD.parent / "gne_selection.json").read_text(encoding="utf-8"))
+    out, builder = {}, None
+    for name in sorted(selection):
+        txt = GOLD / f"{name}.txt"
+        if txt.exists():
+            out[name] = txt.read_text(encoding="utf-8")
+            continue
+        if builder is None:
+            import importlib.util
+            import sys
+            sys.path.insert(0, str(GOLD.parent))
+            spec = importlib.util.spec_from_file_location("build_gold", GOLD.parent / "build_gold.py")
+            builder = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(builder)
+        out[name] = builder.build(name, selection[name])
+    return out
+
+
+def gold_pages() -> list[tuple[str, bytes, str]]:
+    """(name, html bytes, gold text) for the gne pages and the readability_zh references."""
+    pages = [(name, (DATA / "gne" / f"{name}.html").read_bytes(), gold) for name, gold in gne_gold().items()]
+    for d in sorted((DATA / "readability_zh").iterdir()):
+        if (d / "expected.html").exists():
+            ref = lxml.html.fromstring((d / "expected.html").read_bytes().decode("utf-8"))
+            pages.append((f"readability:{d.name}", (d / "source.html").read_bytes(), ref.text_content()))
+    return pages
+
+
+PIRATE_ADS = ("手机用户请浏览m.biquge.info阅读，更优质的阅读体验。",
+              "天才一秒记住本站地址：[笔趣阁] https://www.biquge.info 最快更新！无广告！",
+              "（本章未完，点击下一页继续阅读）")
+PIRATE_NAV = ("<div class='bottem'><a href='/1/'>上一章</a> ← <a href='/'>章节目录</a> → "
+              "<a href='/3/'>下一章</a> <a href='#'>加入书签</a></div>")
+
+
+def pirate_chapter_page(book: str, title: str, text: str, encoding: str = "gbk") -> bytes:
+    """A chapter as a pirate novel site serves it: nav bars, an ad line at the top, in the middle and
+    at the end of the chapter container, <br>-separated paragraphs, GBK bytes."""
+    paras = [p.strip() for p in re.split(r"[\n\u3000]+", text) if p.strip()]
+    mid = len(paras) // 2
+    body = [PIRATE_ADS[0]] + paras[:mid] + [PIRATE_ADS[1]] + paras[mid:] + [PIRATE_ADS[2]]
+    content = "<br /><br />".join("&nbsp;&nbsp;&nbsp;&nbsp;" + p for p in body)
+    html = (f"<html><head><meta http-equiv='Content-Type' content='text/html; charset={encoding}'>"
+            f"<title>{title}_{book}_笔趣阁</title></head><body>"
+            "<div class='header'><a href='/'>笔趣阁</a> <a href='/xuanhuan/'>玄幻小说</a> "
+            "<a href='/xiuzhen/'>修真小说</a> <a href='/history/'>历史小说</a></div>"
+            f"<div class='bookname'><h1>{title}</h1>{PIRATE_NAV}</div>"
+            f"<div id='content'>{content}</div>{PIRATE_NAV}"
+            "<div class='footer'>本站所有小说为转载作品，所有章节均由网友上传，转载至本站只是为了宣传，"
+            "让更多读者欣赏。Copyright © 2019 笔趣阁 All Rights Reserved.</div></body></html>")
+    return html.encode(encoding, errors="ignore")
+
+
+def novel_pages(n: int = 6) -> list[tuple[str, bytes, str]]:
+    """(name, pirate page bytes, chapter text) for the first chapter of n public-domain novels."""
+    seen, out = set(), []
+    with open(DATA.parent / "fiction_classics_dev.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            ch = json.loads(line)
+            if ch["book"] in seen or len(ch["text"]) > 8000:
+                continue
+            seen.add(ch["book"])
+            gold = "\n".join(p.strip() for p in re.split(r"[\n\u3000]+", ch["text"]) if p.strip())
+            out.append((f"novel:{ch['book']}", pirate_chapter_page(ch["book"], ch["chapter_title"], ch["text"]), gold))
+            if len(out) == n:
+                break
+    return out
+
+
+def snippet_checks() -> list[dict]:
+    """trafilatura_zh evaldata: share of 'with' snippets found and 'without' snippets absent."""
+    meta = json.loads((DATA / "trafilatura_zh" / "evaldata_zh_subset.json").read_text(encoding="utf-8"))
+    rows = []
+    for url, case in meta.items():
+        raw = (DATA / "trafilatura_zh" / case["file"]).read_bytes()
+        row = {"page": case["file"]}
+        for name, fn in (("product", lambda b: product_url(b, url)), ("trafilatura", plain)):
+            out = fn(raw)
+            ok = sum(s in out for s in case.get("with", [])) + sum(s not in out for s in case.get("without", []))
+            row[name] = ok / max(1, len(case.get("with", [])) + len(case.get("without", [])))
+        rows.append(row)
+    return rows
+
+
+def product_url(raw: bytes, url: str) -> str:
+    """The product with the page's URL (as the crawler calls it)."""
+    try:
+        return extract(raw, url=url).text
+    except NoBody:
+        return ""
+
+
+def run(repeat: int) -> dict:
+    """Score and time every gold page with both extractors."""
+    rows = []
+    pages = gold_pages() + novel_pages()
+    product(pages[0][1]), plain(pages[0][1])  # warm-up: imports and first-call caches are not per-page cost
+    for name, raw, gold in pages:
+        ours, t_ours = timed(product, raw, repeat)
+        base, t_base = timed(plain, raw, repeat)
+        rows.append({"page": name, "ours": prf(gold, ours), "base": prf(gold, base),
+                     "ms_ours": t_ours, "ms_base": t_base})
+    return {"rows": rows, "snippets": snippet_checks()}
+
+
+def report(result: dict) -> None:
+    """Print the per-page table and the averages."""
+    rows = result["rows"]
+    print(f"{'page':38s} {'ours P/R/F1':>20s} {'trafilatura P/R/F1':>20s} {'ms ours':>8s} {'ms traf':>8s}")
+    for r in rows:
+        o, b = r["ours"], r["base"]
+        flag = "  <-- worse" if o[2] < b[2] - 0.02 else ""
+        print(f"{r['page']:38s} {o[0]:.2f}/{o[1]:.2f}/{o[2]:.3f}     {b[0]:.2f}/{b[1]:.2f}/{b[2]:.3f}  "
+              f"{r['ms_ours']:8.1f} {r['ms_base']:8.1f}{flag}")
+    for label, sel in (("gne (44)", [r for r in rows if ":" not in r["page"]]),
+                       ("readability_zh", [r for r in rows if r["page"].startswith("readability")]),
+                       ("pirate novel pages (generic path, no profile)", [r for r in rows if r["page"].startswith("novel")]),
+                       ("all", rows)):
+        if not sel:
+            continue
+        avg = [statistics.mean(r[k][i] for r in sel) for k in ("ours", "base") for i in range(3)]
+        t_o, t_b = sum(r["ms_ours"] for r in sel), sum(r["ms_base"] for r in sel)
+        worse = sum(r["ours"][2] < r["base"][2] - 0.02 for r in sel)
+        print(f"\n{label}: {len(sel)} pages")
+        print(f"  product      P {avg[0]:.3f} R {avg[1]:.3f} F1 {avg[2]:.3f}   {t_o / len(sel):.1f} ms/page")
+        print(f"  trafilatura  P {avg[3]:.3f} R {avg[4]:.3f} F1 {avg[5]:.3f}   {t_b / len(sel):.1f} ms/page")
+        print(f"  time ratio {t_o / t_b:.2f}x   pages worse than trafilatura by > 0.02: {worse}")
+    print("\ntrafilatura_zh snippets (share of with/without checks passed):")
+    for s in result["snippets"]:
+        print(f"  {s['page']:55s} product {s['product']:.2f}  trafilatura {s['trafilatura']:.2f}")
+
+
+def main() -> None:
+    """Run the benchmark and print (optionally save) the results."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3, help="timing: best of N runs per page")
+    ap.add_argument("--json", type=Path, help="also write the raw results here")
+    args = ap.parse_args()
+    result = run(args.repeat)
+    report(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

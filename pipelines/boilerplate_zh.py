@@ -1,0 +1,207 @@
+"""Chinese boilerplate post-filter over extracted body lines (news credits, share widgets, pirate-site ads).
+
+Why: trafilatura keeps lines that differ from site to site (原标题, 责任编辑/来源/记者 credits,
+disclaimers, QR-code prompts, related-link lists, captions); left in, they make copies of one story
+look different to SimHash and hide copies.  Every rule here was checked against hand-made gold bodies
+(tests/extract/gold) so that it removes no article sentence:
+
+* whole-line junk (ALWAYS): lines that are never article text wherever they appear;
+* edge credits (EDGE): short credit/byline lines, removed only while they sit at the start or the end of
+  the body, and only when they are short and carry no sentence punctuation -- so a body sentence that
+  mentions 来源 or 编辑 stays;
+* related-link blocks: a "相关新闻 / 延伸阅读 / 推荐" heading in the second half of the body cuts it;
+* pirate-novel ads (NOVEL_INLINE): removed inside lines too, because pirate sites splice them into text.
+"""
+from __future__ import annotations
+
+import re
+
+BULLET = re.compile(r"^([-*•·]\s+)+")
+SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
+
+ALWAYS = [re.compile(p) for p in (
+    r"^[（(【\[]?\s*(本文)?原标题[:：].{0,120}$",
+    r"^[（(]原题为?[:：]?[《「].{0,80}[》」][)）]$",
+    r"^您的浏览器(暂时)?(无法|不支持)播放.{0,20}$",
+    r"网友评论仅供其?表达个人看法",
+    r"^(免责声明|特别声明|版权声明)[:：]",
+    r"(不代表.{0,12}(观点|立场)|版权归原作者所有|仅供参考，?不构成投资建议)",
+    r"^(特别声明|声明)$",
+    r"^发送邮件至.{0,60}$",
+    r"^.{0,20}(扫描|扫码|长按|识别)(下方|以下|上方)?.{0,6}二维码.{0,40}$",
+    r"^.{0,30}点击.{0,10}(关注|订阅).{0,20}$",
+    r"^(您(所在|当前)的?|当前|所在|你的|现在)?位置[:：]",
+    r"^(登录超时|免注册|快速登录|登录/注册|注册/登录)",
+    r"^(消息|通知|公告\d*|登录|注册|分享|评论|更多)$",
+    r"^分享(至|到).{0,12}$",
+    r"^【(免责声明|特别声明|版权声明)】",
+    r"^(来源于|发布日期|发布时间|浏览次数|点击数|阅读数|更新时间)[:：]\s*$",
+    r"^(首页|网站首页)\s*[>›»/]",
+    r"^【?字号.{0,12}$",
+    r"^(图集|加载更多|查看更多|点击加载更多|展开全文|阅读全文|查看原文|阅读原文|文章导航|查看话题)$",
+    r"^(上一页|上一篇).{0,30}(下一页|下一篇).{0,30}$",
+    r"^(【\d+】)+$",
+    r"^▲.{0,80}$",
+    r"^(图|图片|图源|配图)[/:：|｜].{0,40}$",
+    r"^.{0,30}(视频截图|资料图片?|图片来自网络|图片均来自网络|图片来自视频截图)[。.]?[)）]?$",
+    r"^[（(]?图片来源[:：].{0,30}$",
+    r"^(点击|点此)进入.{0,30}$",
+    r"^返回.{0,10}首页>*$",
+    r"^(分享到|分享至|收藏本文|举报|打印|关闭窗口|【打印】|【关闭】|打印本页|关闭本页)[:：]?$",
+    r"^相关资讯请关注[:：].{0,30}$",
+    r"^看都看完了.{0,20}$",
+    r"^点击菜单栏.{0,30}$",
+    r"^\d+、回复【.{1,10}】.{0,30}$",
+    r"本文为.{0,20}原创(文章)?，?未经(允许|授权)不得转载",
+    r"^(版权所有|Copyright|©|All rights reserved).{0,80}$",
+    r"^此前报道[:：].{0,60}$",
+    r"^视频[-—：:].{0,40}$",
+    r"^(责任编辑|责编)[:：]\s*$",
+)]
+
+CREDIT_WORDS = re.compile(
+    r"(责任编辑|责编|编辑|作者|记者|通讯员|采写|撰文|校对|审核|审校|监制|统筹|摄影|摄像|制作|编译|供稿|"
+    r"来源|稿源|出处|原创|执笔|文/|图/|文／)")
+EDGE = [re.compile(p) for p in (
+    r"^[（(【\[]?\s*(本文|文章)?(来源|稿源|出处|作者|编辑|责任编辑|责编|记者|通讯员|采写|撰文|校对|"
+    r"审核|审校|监制|统筹|摄影|摄像|制作|编译|原创|执笔|文|图)\s*[:：|｜/／ ]",
+    r"^[（(【\[]?\s*(本文|文章)?(来源|作者)",
+    r"^.{0,16}(记者|通讯员|作者)\s*[\u4e00-\u9fffA-Za-z·]{2,8}(\s+[\u4e00-\u9fff]{2,4})*$",
+    r"(供稿|摄影[/／:：]|编辑[/／:：]|责任编辑[:：])",
+    r"^来源[:：]网络$",
+    r"^\d{4}[-年/.]\d{1,2}[-月/.]\d{1,2}日?\s*\d{1,2}:\d{2}(:\d{2})?(\s|$)",
+)]
+TRAILING_CREDIT = re.compile(r"(?<=[。！？!?”])\s*(责任编辑|责编|编辑|记者|来源)\s*[|｜:：/／]\s*[^。！？]{1,20}$")
+EDGE_MAX_LEN = 60
+
+RELATED_HEAD = re.compile(
+    r"^[\s【\[]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
+    r"延伸\s*[·•・]\s*推荐|更多精彩|往期回顾|往期推荐|热门文章|大家都在看|为您推荐|今日推荐|最新文章|"
+    r"相关报道|点击排行|热门排行|热点新闻|相关链接|推荐新闻|相关专题|热门资讯|最新资讯|上一篇|下一篇)[\s】\]:：>]*$")
+
+NOVEL_INLINE = [re.compile(p) for p in (
+    r"[（(]?\s*手机用户请(浏览|访问|到)[^\s，。）)]{0,40}(阅读|访问)?[，,]?\s*(更优质的|更好的)?(阅读体验)?[。.]?\s*[)）]?",
+    r"[（(]?\s*本章未完[，,]?\s*(请)?点击\s*(【)?下一页(】)?\s*继续(阅读)?[。.]?\s*[)）]?(>>|》》)?",
+    r"上一章\s*[|｜←]?\s*(返回)?\s*(目录|书页)\s*[|｜]?\s*(加入书签\s*[|｜]?\s*)?下一章\s*→?",
+    r"上一页\s*[|｜←]?\s*(返回)?\s*(目录|书页)\s*[|｜]?\s*下一页\s*→?",
+    r"(天才)?一秒记住[^，。\n]{0,40}[，,]?\s*(为您提供)?[^。\n]{0,30}(阅读|地址|网址)[。！!]?",
+    r"(请记住本书首发域名|本书首发来自|最新章节请到|最快更新)[^。\n]{0,40}[。！!]?",
+    r"(投推荐票|加入书签|章节错误，?点此举报|章节报错)",
+)]
+
+
+def is_edge_credit(line: str) -> bool:
+    """A short credit/byline line (only removed at the body's edges)."""
+    if len(line) > EDGE_MAX_LEN or not CREDIT_WORDS.search(line):
+        return False
+    if SENTENCE_END.search(line) and not line.endswith(("）", ")")):
+        return False
+    return any(p.search(line) for p in EDGE)
+
+
+def is_junk(line: str) -> bool:
+    """A line that is never article text."""
+    return any(p.search(line) for p in ALWAYS)
+
+
+def strip_novel_ads(line: str) -> str:
+    """Remove pirate-site ads spliced into a line of chapter text."""
+    for p in NOVEL_INLINE:
+        line = p.sub("", line)
+    return line.strip()
+
+
+def cut_related(lines: list[str]) -> list[str]:
+    """Drop a trailing related-links block: a heading in the second half, or one followed by short lines."""
+    for i in range(1, len(lines)):
+        if RELATED_HEAD.match(lines[i]):
+            rest = lines[i + 1:]
+            short = sum(1 for line in rest if len(line) <= 40)
+            if i >= len(lines) // 2 or (rest and short / len(rest) >= 0.6):
+                return lines[:i]
+    return lines
+
+
+FOOTER = re.compile(r"(违法和不良信息举报|ICP备|ICP证|公网安备|All Rights Reserved|版权所有|Copyright\s*(©|\(c\)))", re.I)
+
+
+def cut_footer(lines: list[str]) -> list[str]:
+    """Cut the site footer (ICP licence, 举报 hotline, copyright) when it appears in the last third."""
+    for i in range(max(1, (len(lines) * 2) // 3), len(lines)):
+        if FOOTER.search(lines[i]) and len(re.sub(r"\s+", "", lines[i])) <= 300:
+            return lines[:i]
+    return lines
+
+
+def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
+    """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
+    i = 0
+    while i < min(head, len(lines)) and (is_edge_credit(lines[i]) or is_junk(lines[i])):
+        i += 1
+    lines = lines[i:]
+    j = len(lines)
+    while j > 0 and len(lines) - j < tail and (is_edge_credit(lines[j - 1]) or is_junk(lines[j - 1])):
+        j -= 1
+    lines = lines[:j]
+    if lines:
+        lines[-1] = TRAILING_CREDIT.sub("", lines[-1])
+    return lines
+
+
+def is_sentence_free(line: str) -> bool:
+    """A short line without sentence punctuation: a menu item, label or headline."""
+    return len(line) <= 40 and not re.search(r"[。！？!?…]", line)
+
+
+def trim_nav_runs(lines: list[str], anchors: set[str], min_run: int = 6) -> list[str]:
+    """Drop a leading or trailing run of >= min_run sentence-free lines when >= 40% of them are links.
+
+    Navigation bars and channel menus that trafilatura keeps at the edges of a body look like this;
+    a single heading or a short label before the first paragraph is never a run of six.
+    """
+    def run_end(seq: list[str]) -> int:
+        n = 0
+        while n < len(seq) and is_sentence_free(seq[n]):
+            n += 1
+        return n
+
+    def linky(run: list[str]) -> bool:
+        return sum(re.sub(r"\s+", "", x) in anchors for x in run) >= 0.4 * len(run)
+
+    n = run_end(lines)
+    if n >= min_run and n < len(lines) and linky(lines[:n]):
+        lines = lines[n:]
+    m = run_end(lines[::-1])
+    if m >= min_run and m < len(lines) and linky(lines[len(lines) - m:]):
+        lines = lines[:len(lines) - m]
+    return lines
+
+
+CITATION = re.compile(r"^\[\d+(-\d+)?\]$")
+PUNCT_ONLY = re.compile(r"^[。，、；：！？,.;:!?）)」』”]+$")
+
+
+def rejoin(lines: list[str]) -> list[str]:
+    """Drop citation markers ([13]) and glue punctuation split off onto its own line back on."""
+    out: list[str] = []
+    for line in lines:
+        if CITATION.match(line):
+            continue
+        if out and PUNCT_ONLY.match(line):
+            out[-1] += line
+        else:
+            out.append(line)
+    return out
+
+
+def clean_lines(lines: list[str]) -> list[str]:
+    """The full post-filter: inline novel ads, whole-line junk, related blocks, edge credits."""
+    out = [strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]
+    out = rejoin([line for line in out if line and not is_junk(line)])
+    out = cut_related(cut_footer(out))
+    return strip_edges(out)
+
+
+def clean_text(text: str) -> str:
+    """clean_lines over a newline-separated body."""
+    return "\n".join(clean_lines(text.split("\n")))
