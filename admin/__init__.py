@@ -1,0 +1,109 @@
+"""Flask admin for reviewers: infringement matches, duplicate clusters, the source library.
+
+    python -m admin users add NAME            # asks for a password (--password-stdin for scripts)
+    python -m admin serve [--host 127.0.0.1 --port 5000]     # or: flask --app admin run
+    python -m admin sources add PATH...       # .txt, .jsonl or directories of them; list; remove ID
+    python -m admin matches [--json]
+
+The store comes from the environment (MONGO_URI / REDIS_URL, else the embedded servers under
+ZHDEDUP_VAR). The session key is ZHDEDUP_SECRET_KEY or a generated key kept in var/ (mode 0600).
+Every page needs a login; logins are rate limited (see admin/auth.py).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Mapping
+
+from flask import Flask, Response, current_app, g
+from flask.json.provider import DefaultJSONProvider
+from flask_wtf.csrf import CSRFProtect
+
+from admin.settings import load_secret_key
+
+csrf = CSRFProtect()
+
+#: No inline scripts or styles; everything comes from /static on this origin (works offline).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+
+
+class SafeJSONProvider(DefaultJSONProvider):
+    """JSON with <, > and & as \\u escapes, so crawled HTML in an API answer is inert even if sniffed."""
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        out = super().dumps(obj, **kwargs)
+        return out.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """Application factory (Flask tutorial style) so tests and the CLI each get their own app."""
+    app = Flask(__name__)
+    app.json = SafeJSONProvider(app)
+    app.config.update(
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        MAX_CONTENT_LENGTH=64 * 1024 * 1024,
+        WTF_CSRF_TIME_LIMIT=None,
+        PER_PAGE=50,
+        STORE=None,
+        LOGIN_MAX_FAILURES=5,
+        LOGIN_WINDOW_SECONDS=900,
+    )
+    if config:
+        app.config.update(config)
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = load_secret_key()
+    csrf.init_app(app)
+
+    from admin import api, auth, dashboard, duplicates, matches, sources
+
+    for bp in (auth.bp, dashboard.bp, matches.bp, duplicates.bp, sources.bp, api.bp):
+        app.register_blueprint(bp)
+    app.add_url_rule("/", endpoint="index", view_func=dashboard.index)
+    app.add_template_filter(_fmt_dt, "dt")
+    app.add_template_filter(_fmt_pct, "pct")
+    auth.init_app(app)
+    app.after_request(_security_headers)
+    app.teardown_appcontext(lambda exc: g.pop("store_checked", None))
+    return app
+
+
+def _security_headers(resp: Response) -> Response:
+    """Crawled text is hostile: forbid inline script, framing and MIME sniffing on every response."""
+    resp.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    resp.headers.setdefault("X-Frame-Options", "DENY")
+    resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+    resp.headers.setdefault("Referrer-Policy", "same-origin")
+    return resp
+
+
+def _fmt_dt(v: Any) -> str:
+    """Times as 'YYYY-MM-DD HH:MM' (UTC); anything else as text."""
+    if isinstance(v, datetime):
+        return v.strftime("%Y-%m-%d %H:%M")
+    return "" if v is None else str(v)
+
+
+def _fmt_pct(v: Any) -> str:
+    """Scores and coverages (0..1) as percentages."""
+    if isinstance(v, (int, float)):
+        return f"{100 * v:.1f}%"
+    return "–"
+
+
+def get_store() -> Any:
+    """The app's store object, opened once from the environment unless the config passed one."""
+    ext = current_app.extensions
+    if "zhdedup_store" not in ext:
+        store = current_app.config.get("STORE")
+        if store is None:
+            from storage import StoreConfig, open_store
+
+            store = open_store(StoreConfig.from_env())
+        from admin.queries import ensure_indexes
+
+        ensure_indexes(store.db)
+        ext["zhdedup_store"] = store
+    return ext["zhdedup_store"]

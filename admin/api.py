@@ -1,0 +1,65 @@
+"""JSON API for scripts and pages: matches (filtered, cursor paged), one match, sources.
+
+Auth is the session cookie of a logged-in user; without it every endpoint answers 401.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from flask import Blueprint, current_app, jsonify, request
+
+from admin import get_store
+from admin.queries import BadFilter, find_matches, parse_match_query
+from admin.matches import LIST_FIELDS, texts_for
+from admin.render import passages
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+def jsonable(v: Any) -> Any:
+    """Mongo documents to plain JSON (ObjectId -> str, datetime -> ISO 8601)."""
+    if isinstance(v, dict):
+        return {k: jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if isinstance(v, ObjectId):
+        return str(v)
+    if isinstance(v, datetime):
+        return v.isoformat()
+    return v
+
+
+@bp.errorhandler(400)
+@bp.errorhandler(404)
+def _json_error(exc: Any) -> Any:
+    return jsonify(error=getattr(exc, "description", str(exc))), exc.code
+
+
+@bp.route("/matches")
+def matches() -> Any:
+    """{items: [...], next: cursor|null}; same filters as the list page."""
+    try:
+        mq = parse_match_query(request.args, current_app.config["PER_PAGE"])
+    except BadFilter as exc:
+        return jsonify(error=str(exc)), 400
+    docs, nxt = find_matches(get_store().db, mq, LIST_FIELDS)
+    return jsonify(items=[jsonable({**d, "id": str(d["_id"])}) for d in docs], next=nxt)
+
+
+@bp.route("/matches/<match_id>")
+def match(match_id: str) -> Any:
+    """One match with its passages' text."""
+    from admin.matches import load_match
+
+    m = load_match(match_id)
+    src_text, sus_text, _, _ = texts_for(m)
+    return jsonify(jsonable({**m, "id": str(m["_id"]), "passages": passages(m, src_text, sus_text)}))
+
+
+@bp.route("/sources")
+def sources() -> Any:
+    """The source library without texts."""
+    items = [{k: v for k, v in s.items() if k not in ("text", "segments")} for s in get_store().list_sources()]
+    return jsonify(items=jsonable(items))

@@ -1,0 +1,130 @@
+"""`python -m admin ...`: serve the admin, manage users, the source library, and list matches."""
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from typing import Any, Sequence
+
+from admin.queries import STATUSES, MatchQuery, iter_matches
+
+
+def open_default_store() -> Any:
+    """The store the environment points at (embedded servers under var/ by default)."""
+    from storage import StoreConfig, open_store
+
+    return open_store(StoreConfig.from_env())
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from admin import create_app
+
+    app = create_app()
+    print(f"zhdedup admin on http://{args.host}:{args.port}/", file=sys.stderr)
+    app.run(host=args.host, port=args.port, debug=False, threaded=True)
+    return 0
+
+
+def _users(args: argparse.Namespace) -> int:
+    from admin.auth import add_user
+
+    store = open_default_store()
+    if args.users_cmd == "list":
+        for u in store.db.users.find({}, {"password_hash": 0}).sort("_id", 1):
+            print(u["_id"])
+        return 0
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass(f"Password for {args.name}: ")
+        if password != getpass.getpass("Repeat password: "):
+            print("error: passwords differ", file=sys.stderr)
+            return 2
+    try:
+        add_user(store.db, args.name, password)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"user {args.name} saved")
+    return 0
+
+
+def _sources(args: argparse.Namespace) -> int:
+    from admin.sources_cli import SourceError, load_paths, register_source
+
+    store = open_default_store()
+    if args.sources_cmd == "add":
+        try:
+            works = load_paths(args.paths)
+            results = [register_source(store, **w) for w in works]
+        except SourceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        added = sum(1 for _, new in results if new)
+        print(f"{added} added, {len(results) - added} already registered")
+        return 0
+    if args.sources_cmd == "remove":
+        if not store.get_source(args.id):
+            print(f"error: no source with id {args.id!r}", file=sys.stderr)
+            return 1
+        store.remove_source(args.id)
+        print(f"removed {args.id}")
+        return 0
+    for s in store.list_sources():
+        print(f"{s.get('_id', s.get('id'))}\t{s.get('title', '')}\t{s.get('author') or ''}")
+    return 0
+
+
+def _matches(args: argparse.Namespace) -> int:
+    store = open_default_store()
+    mq = MatchQuery(status=args.status or "", per_page=min(args.limit, 500))
+    fields = ("suspect_url", "site", "title", "source_id", "score", "status", "created")
+    for m in iter_matches(store.db, mq, limit=args.limit):
+        row = {k: m.get(k) for k in fields}
+        row["id"] = str(m["_id"])
+        row["created"] = row["created"].isoformat() if hasattr(row["created"], "isoformat") else row["created"]
+        if args.json:
+            row["suspect_spans"], row["source_spans"] = m.get("suspect_spans"), m.get("source_spans")
+            print(json.dumps(row, ensure_ascii=False))
+        else:
+            score = f"{row['score']:.3f}" if isinstance(row["score"], (int, float)) else "-"
+            print(f"{row['id']}\t{row['status']}\t{score}\t{row['source_id']}\t{row['suspect_url']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree for `python -m admin`."""
+    p = argparse.ArgumentParser(prog="python -m admin", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve", help="run the admin web server")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=5000)
+    s.set_defaults(func=_serve)
+    u = sub.add_parser("users", help="manage reviewer accounts")
+    usub = u.add_subparsers(dest="users_cmd", required=True)
+    ua = usub.add_parser("add", help="create a user or reset its password")
+    ua.add_argument("name")
+    ua.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    usub.add_parser("list")
+    u.set_defaults(func=_users)
+    src = sub.add_parser("sources", help="the source library")
+    ssub = src.add_subparsers(dest="sources_cmd", required=True)
+    sa = ssub.add_parser("add", help="register .txt/.jsonl files or directories of them")
+    sa.add_argument("paths", nargs="+")
+    ssub.add_parser("list")
+    sr = ssub.add_parser("remove")
+    sr.add_argument("id")
+    src.set_defaults(func=_sources)
+    m = sub.add_parser("matches", help="list stored matches, newest first")
+    m.add_argument("--json", action="store_true", help="one JSON object per line")
+    m.add_argument("--status", choices=STATUSES)
+    m.add_argument("--limit", type=int, default=1000)
+    m.set_defaults(func=_matches)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `python -m admin`."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))

@@ -1,0 +1,30 @@
+"""Dashboard: crawl and match counts, recent runs, matches per day per site, top sites."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app, render_template
+
+from admin import get_store
+from admin.queries import TTLCache, dashboard_stats, recent_runs
+from admin.render import svg_stacked_bars
+
+bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
+
+CACHE_SECONDS = 60
+
+
+def _cache() -> TTLCache:
+    return current_app.extensions.setdefault("admin_cache", TTLCache())
+
+
+@bp.route("/")
+def index() -> Any:
+    """Today's picture; the aggregations are cached and refreshed in the background."""
+    db = get_store().db
+    ttl = current_app.config.get("DASHBOARD_CACHE_SECONDS", CACHE_SECONDS)
+    stats = _cache().get("stats", ttl, lambda: dashboard_stats(db),
+                         wait=current_app.config.get("DASHBOARD_WAIT_SECONDS", 1.0))
+    chart = svg_stacked_bars(stats["days"], stats["series"]) if stats else None
+    return render_template("dashboard.html", stats=stats, runs=recent_runs(db), chart=chart,
+                           has_chart=bool(stats and stats["series"]))

@@ -1,0 +1,175 @@
+"""Matches: the filtered list, the side-by-side detail with review actions, and evidence exports."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime
+from typing import Any, Iterator
+
+from flask import (Blueprint, Response, abort, current_app, flash, g, redirect, render_template,
+                   request, stream_with_context, url_for)
+
+from admin import get_store
+from admin.queries import (ACTIONS, SORTS, STATUSES, BadFilter, apply_review, find_matches,
+                           iter_match_batches, open_matches_of_site, page_texts, parse_match_query,
+                           record_site_licence)
+from admin.render import highlight_parts, passages, safe_href
+
+bp = Blueprint("matches", __name__, url_prefix="/matches")
+
+LIST_FIELDS = {"suspect_url": 1, "site": 1, "title": 1, "source_id": 1, "source_title": 1, "score": 1,
+               "source_coverage": 1, "suspect_coverage": 1, "status": 1, "created": 1, "updated": 1,
+               "reviewer": 1, "methods": 1}
+
+
+def load_match(match_id: str) -> dict:
+    """The match or a 404 (malformed ids too, never a 500)."""
+    if not match_id or len(match_id) > 200:
+        abort(404)
+    try:
+        doc = get_store().get_match(match_id)
+    except (ValueError, TypeError, KeyError):
+        doc = None
+    if not doc:
+        abort(404, description="no such match")
+    return doc
+
+
+def texts_for(match: dict) -> tuple[str, str, dict | None, dict | None]:
+    """Source and suspect texts for a match (empty when the stored copy is gone)."""
+    store = get_store()
+    source = _safe_get(store.get_source, match.get("source_id"))
+    page = _safe_get(store.get_page, match.get("suspect_page_id"))
+    return (str((source or {}).get("text") or ""), str((page or {}).get("text") or ""), source, page)
+
+
+def _safe_get(fn: Any, key: Any) -> dict | None:
+    if key is None:
+        return None
+    try:
+        return fn(key)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+@bp.route("/")
+def index() -> Any:
+    """The filtered, sorted, cursor-paged list."""
+    try:
+        mq = parse_match_query(request.args, current_app.config["PER_PAGE"])
+    except BadFilter as exc:
+        return render_template("matches/list.html", error=str(exc), matches=[], next_cursor=None,
+                               mq=None, args=request.args, statuses=STATUSES, sorts=SORTS), 400
+    docs, nxt = find_matches(get_store().db, mq, LIST_FIELDS)
+    return render_template("matches/list.html", matches=docs, next_cursor=nxt, mq=mq, error=None,
+                           args=request.args, statuses=STATUSES, sorts=SORTS, safe_href=safe_href)
+
+
+@bp.route("/<match_id>")
+def detail(match_id: str) -> Any:
+    """Source and suspect side by side with the matched passages marked and linked."""
+    m = load_match(match_id)
+    src_text, sus_text, source, page = texts_for(m)
+    return render_template(
+        "matches/detail.html", m=m, match_id=match_id, source=source, page=page,
+        src_parts=highlight_parts(src_text, m.get("source_spans")),
+        sus_parts=highlight_parts(sus_text, m.get("suspect_spans")),
+        passages=passages(m, src_text, sus_text, 300), href=safe_href(m.get("suspect_url")),
+        history=list(reversed(m.get("history") or [])))
+
+
+@bp.route("/<match_id>/review", methods=["POST"])
+def review(match_id: str) -> Any:
+    """Record confirm / dismiss / license with a note, by the logged-in reviewer."""
+    m = load_match(match_id)
+    action = request.form.get("action", "")
+    if action not in ACTIONS:
+        abort(400, description=f"action must be one of {', '.join(ACTIONS)}")
+    note = request.form.get("note", "").strip()[:2000]
+    store = get_store()
+    apply_review(store, match_id, action, g.user, note)
+    msg = f"Match marked {ACTIONS[action]}."
+    if action == "license" and request.form.get("whole_site") and m.get("site") and m.get("source_id"):
+        record_site_licence(store.db, m["site"], m["source_id"], g.user, note)
+        others = [i for i in open_matches_of_site(store.db, m["site"], m["source_id"]) if str(i) != match_id]
+        for oid in others:
+            apply_review(store, str(oid), "license", g.user, note or f"site licensed with match {match_id}")
+        msg += f" Site {m['site']} licensed for this source; {len(others)} other matches updated."
+    flash(msg, "ok")
+    return redirect(url_for("matches.detail", match_id=match_id))
+
+
+def _export_rows(mq: Any) -> Iterator[dict]:
+    """Evidence rows: URLs, times, scores and the matched passages' offsets and text."""
+    store = get_store()
+    sources: dict[Any, str] = {}
+    for batch in iter_match_batches(store.db, mq):
+        texts = page_texts(store.db, [m.get("suspect_page_id") for m in batch])
+        for m in batch:
+            sid = m.get("source_id")
+            if sid not in sources:
+                sources[sid] = str((_safe_get(store.get_source, sid) or {}).get("text") or "")
+            yield {
+                "id": str(m["_id"]), "status": m.get("status"), "suspect_url": m.get("suspect_url"),
+                "site": m.get("site"), "title": m.get("title"), "fetched": _iso(m.get("fetched")),
+                "created": _iso(m.get("created")), "updated": _iso(m.get("updated")),
+                "source_id": sid, "source_title": m.get("source_title"), "score": m.get("score"),
+                "source_coverage": m.get("source_coverage"), "suspect_coverage": m.get("suspect_coverage"),
+                "methods": list(m.get("methods") or []), "reviewer": m.get("reviewer"), "note": m.get("note"),
+                "passages": passages(m, sources[sid], texts.get(str(m.get("suspect_page_id")), "")),
+            }
+
+
+def _iso(v: Any) -> Any:
+    return v.isoformat() if isinstance(v, datetime) else v
+
+
+CSV_COLUMNS = ["id", "status", "suspect_url", "site", "title", "fetched", "created", "updated",
+               "source_id", "source_title", "score", "source_coverage", "suspect_coverage", "methods",
+               "reviewer", "note", "passages"]
+
+
+def _csv_cell(v: Any) -> Any:
+    """Neutralise spreadsheet formulas in crawled text (CSV injection)."""
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return v
+
+
+@bp.route("/export.<fmt>")
+def export(fmt: str) -> Any:
+    """The filtered list as CSV or JSON evidence (streamed, capped at EXPORT_MAX rows)."""
+    if fmt not in ("csv", "json"):
+        abort(404)
+    try:
+        mq = parse_match_query(request.args, 500)
+    except BadFilter as exc:
+        abort(400, description=str(exc))
+    stamp = datetime.utcnow().strftime("%Y%m%d-%H%M%S")
+    if fmt == "json":
+        def gen_json() -> Iterator[str]:
+            yield "["
+            for i, row in enumerate(_export_rows(mq)):
+                yield ("," if i else "") + "\n" + json.dumps(row, ensure_ascii=False)
+            yield "\n]\n"
+        body, mime = gen_json(), "application/json"
+    else:
+        def gen_csv() -> Iterator[str]:
+            buf = io.StringIO()
+            w = csv.writer(buf)
+            w.writerow(CSV_COLUMNS)
+            for row in _export_rows(mq):
+                row["methods"] = " ".join(row["methods"])
+                row["passages"] = json.dumps(
+                    [{"source": p["source_span"], "suspect": p["suspect_span"], "text": p["suspect_text"]}
+                     for p in row["passages"]], ensure_ascii=False)
+                w.writerow([_csv_cell(row[c]) for c in CSV_COLUMNS])
+                yield buf.getvalue()
+                buf.seek(0)
+                buf.truncate()
+            yield buf.getvalue()
+        body, mime = gen_csv(), "text/csv; charset=utf-8"
+    resp = Response(stream_with_context(body), mimetype=mime)
+    resp.headers["Content-Disposition"] = f'attachment; filename="matches-{stamp}.{fmt}"'
+    return resp

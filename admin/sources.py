@@ -1,0 +1,53 @@
+"""Sources: the rights holder's registered works (list, add by upload or paste, remove)."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+
+from admin import get_store
+from admin.sources_cli import SourceError, parse_upload, register_source
+from admin.render import safe_href
+
+bp = Blueprint("sources", __name__, url_prefix="/sources")
+
+
+@bp.route("/")
+def index() -> Any:
+    """All registered works (text left out)."""
+    return render_template("sources.html", sources=get_store().list_sources(), safe_href=safe_href)
+
+
+@bp.route("/add", methods=["POST"])
+def add() -> Any:
+    """Register works from an uploaded .txt/.jsonl file or from pasted text."""
+    store = get_store()
+    upload = request.files.get("file")
+    try:
+        if upload and upload.filename:
+            works = parse_upload(upload.filename, upload.read())
+        else:
+            text = request.form.get("text", "")
+            title = request.form.get("title", "").strip()
+            if not text.strip():
+                raise SourceError("paste the text of the work or choose a file")
+            works = [{"id": request.form.get("id", "").strip() or None, "title": title or None,
+                      "text": text, "author": request.form.get("author", "").strip() or None,
+                      "url": request.form.get("url", "").strip() or None}]
+    except SourceError as exc:
+        flash(f"Nothing added: {exc}", "error")
+        return redirect(url_for("sources.index")), 303
+    added = sum(register_source(store, **w)[1] for w in works)
+    flash(f"{added} work(s) added, {len(works) - added} already registered.", "ok")
+    return redirect(url_for("sources.index")), 303
+
+
+@bp.route("/<path:source_id>/remove", methods=["POST"])
+def remove(source_id: str) -> Any:
+    """Remove a work from the library."""
+    store = get_store()
+    if not store.get_source(source_id):
+        abort(404, description="no such source")
+    store.remove_source(source_id)
+    flash(f"Source {source_id} removed.", "ok")
+    return redirect(url_for("sources.index")), 303

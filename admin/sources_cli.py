@@ -1,0 +1,99 @@
+"""Registering works in the source library, shared by the CLI and the Sources page.
+
+`register_source` is the one place a work enters the library; the lead extends it to segment and
+index works for the matcher (`fingerprint.matcher`). Ids are stable: a .jsonl line's own id, or for
+a .txt file a hash of its normalised text, so re-adding the same work never duplicates it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+
+MAX_WORK_CHARS = 20_000_000
+
+
+class SourceError(ValueError):
+    """A file or line that cannot be read as a work; the message says which and why."""
+
+
+def work_id(text: str) -> str:
+    """A stable id for a work without one: the fingerprint content hash of its normalised text."""
+    try:
+        from fingerprint import content_hash
+    except ImportError:  # package __init__ not exporting it yet
+        from fingerprint.exact import content_hash
+    return "txt-" + content_hash(text)[:20]
+
+
+def text_work(name: str, raw: bytes | str) -> dict[str, Any]:
+    """One work from a .txt: title from the first line (or the file name), id from the text."""
+    text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+    if not text.strip():
+        raise SourceError(f"{name}: empty file")
+    first = text.strip().splitlines()[0].strip()
+    title = first if 0 < len(first) <= 80 else Path(name).stem
+    return {"id": work_id(text), "title": title, "text": text}
+
+
+def jsonl_works(name: str, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """Works from .jsonl lines {id, title, text[, author, url]}; a bad line names its number."""
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{name}:{n}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str) or not obj["text"].strip():
+            raise SourceError(f"{name}:{n}: needs a non-empty \"text\"")
+        wid = obj.get("id")
+        if wid is None or str(wid).strip() == "":
+            raise SourceError(f"{name}:{n}: needs an \"id\"")
+        title = obj.get("title") or obj.get("chapter_title") or str(wid)
+        yield {"id": str(wid), "title": str(title), "text": obj["text"],
+               "author": obj.get("author"), "url": obj.get("url")}
+
+
+def parse_upload(filename: str, data: bytes) -> list[dict[str, Any]]:
+    """Works from an uploaded file (.txt or .jsonl), all parsed before anything is stored."""
+    try:
+        if filename.lower().endswith(".jsonl"):
+            return list(jsonl_works(filename, data.decode("utf-8-sig").splitlines()))
+        if filename.lower().endswith(".txt"):
+            return [text_work(filename, data)]
+    except UnicodeDecodeError:
+        raise SourceError(f"{filename}: not UTF-8 text") from None
+    raise SourceError(f"{filename}: only .txt and .jsonl files are accepted")
+
+
+def load_paths(paths: Iterable[str]) -> list[dict[str, Any]]:
+    """Every work under the given files/directories; fails before storing if any file is bad."""
+    works: list[dict[str, Any]] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.suffix.lower() in (".txt", ".jsonl") and f.is_file())
+        elif p.is_file():
+            files = [p]
+        else:
+            raise SourceError(f"{p}: no such file or directory")
+        for f in files:
+            works.extend(parse_upload(str(f), f.read_bytes()))
+    return works
+
+
+def register_source(store: Any, id: str | None, text: str, title: str | None = None,
+                    author: str | None = None, url: str | None = None) -> tuple[str, bool]:
+    """Store one work (id derived from the text when missing); returns (id, newly added).
+
+    The lead wires segmentation and matcher indexing (`fingerprint.matcher`) in here.
+    """
+    if not text or not text.strip():
+        raise SourceError("a work needs text")
+    if len(text) > MAX_WORK_CHARS:
+        raise SourceError(f"work is larger than {MAX_WORK_CHARS} characters")
+    work = text_work(title or "pasted.txt", text) if not id else {"id": id, "title": title or id}
+    sid = str(work["id"])
+    added = store.add_source(sid, title or work["title"], text, author=author, url=url)
+    return sid, bool(added)

@@ -1,0 +1,314 @@
+"""Every admin route through Flask's test client, on real servers: auth, pages, actions, bad input."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from tests.admin.conftest import PASSWORD, XSS_URL, csrf_from, insert_matches, login
+
+GET_ROUTES = ["/", "/dashboard/", "/matches/", "/matches/export.csv", "/matches/export.json",
+              "/duplicates/", "/sources/"]
+
+
+# ------------------------------------------------------------------ permissions and login
+
+@pytest.mark.parametrize("path", GET_ROUTES + ["/matches/abc"])
+def test_anonymous_is_redirected_to_login(app, path):
+    resp = app.test_client().get(path)
+    assert resp.status_code == 302
+    assert resp.headers["Location"].startswith("/login?next=")
+
+
+@pytest.mark.parametrize("path", ["/api/matches", "/api/matches/abc", "/api/sources"])
+def test_anonymous_api_gets_401(app, path):
+    resp = app.test_client().get(path)
+    assert resp.status_code == 401
+    assert resp.get_json() == {"error": "login required"}
+
+
+def test_anonymous_post_changes_nothing(app, store, sample):
+    c = app.test_client()
+    page = c.get("/login")
+    token = csrf_from(page.get_data(as_text=True))
+    resp = c.post(f"/matches/{sample['match_id']}/review", data={"action": "confirm", "csrf_token": token})
+    assert resp.status_code == 302 and "/login" in resp.headers["Location"]
+    assert store.get_match(sample["match_id"])["status"] == "new"
+    assert c.post("/sources/sgyy-1/remove", data={"csrf_token": token}).status_code == 302
+    assert store.get_source("sgyy-1") is not None
+
+
+def test_login_wrong_password_then_right(app, reviewer):
+    c = app.test_client()
+    assert login(c, password="wrong password").status_code == 401
+    resp = login(c)
+    assert resp.status_code == 302 and resp.headers["Location"] == "/dashboard/"
+    assert c.get("/dashboard/").status_code == 200
+
+
+def test_login_follows_only_relative_next(app, reviewer):
+    c = app.test_client()
+    assert login(c, next="/matches/?status=new").headers["Location"] == "/matches/?status=new"
+    for evil in ["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)",
+                 "http:/evil.example"]:
+        c2 = app.test_client()
+        assert login(c2, next=evil).headers["Location"] == "/dashboard/", evil
+
+
+def test_login_rate_limited(app, reviewer):
+    c = app.test_client()
+    for _ in range(app.config["LOGIN_MAX_FAILURES"]):
+        assert login(c, password="nope nope nope").status_code == 401
+    locked = login(c)  # right password, but locked out
+    assert locked.status_code == 429
+    assert "Too many failed logins" in locked.get_data(as_text=True)
+    assert login(c, user="bob", password="whatever1").status_code == 401  # other user: not locked
+
+
+def test_logout_needs_post_with_csrf(client):
+    assert client.get("/logout").status_code == 405
+    assert client.post("/logout").status_code == 400  # no CSRF token
+    page = client.get("/dashboard/").get_data(as_text=True)
+    assert client.post("/logout", data={"csrf_token": csrf_from(page)}).status_code == 302
+    assert client.get("/dashboard/").status_code == 302
+
+
+def test_security_headers(client):
+    resp = client.get("/matches/")
+    csp = resp.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert resp.headers["X-Frame-Options"] == "DENY"
+    assert resp.headers["X-Content-Type-Options"] == "nosniff"
+    assert "<script>" not in resp.get_data(as_text=True)  # only external script tags
+    login_page = client.application.test_client().get("/login")
+    assert "Content-Security-Policy" in login_page.headers
+
+
+# ------------------------------------------------------------------ pages
+
+def test_dashboard_counts_runs_chart(client, sample):
+    html = client.get("/").get_data(as_text=True)
+    assert "<svg" in html and "pirate.example" in html
+    assert "fiction" in html and "pages=3" in html
+    assert 'href="/matches/?status=new"' in html
+
+
+def test_matches_list_and_filters(client, sample):
+    html = client.get("/matches/").get_data(as_text=True)
+    assert "三国演义 第一回 免费阅读" in html and "第二回" in html
+    html = client.get("/matches/?site=evil.example").get_data(as_text=True)
+    assert "第二回" not in html and "evil.example" in html
+    html = client.get("/matches/?score_min=0.5&sort=score").get_data(as_text=True)
+    assert "三国演义 第一回" in html and "第二回" not in html
+    html = client.get("/matches/?status=confirmed").get_data(as_text=True)
+    assert "No matches for these filters" in html
+    html = client.get("/matches/?source=sgyy-2").get_data(as_text=True)
+    assert "No matches for these filters" in html
+    html = client.get("/matches/?date_from=2000-01-01&date_to=2000-12-31").get_data(as_text=True)
+    assert "No matches for these filters" in html
+
+
+@pytest.mark.parametrize("query", ["status=stolen", "sort=__proto__", "score_min=abc", "score_max=1e999",
+                                   "date_from=31/12/2026", "page=0", "page=-1", "page=99999999999999",
+                                   "per_page=100000", "after=garbage!!", "after=eyJ4IjoxfQ"])
+def test_matches_bad_filters_are_400(client, sample, query):
+    resp = client.get(f"/matches/?{query}")
+    assert resp.status_code == 400
+    assert "Bad filter" in resp.get_data(as_text=True)
+    api = client.get(f"/api/matches?{query}")
+    assert api.status_code == 400 and api.get_json()["error"]
+    assert client.get(f"/matches/export.csv?{query}").status_code == 400
+
+
+def test_page_past_the_end_is_empty(client, sample):
+    resp = client.get("/matches/?page=200")
+    assert resp.status_code == 200
+    assert "No matches for these filters on page 200" in resp.get_data(as_text=True)
+
+
+def test_cursor_paging_visits_every_match_once_in_order(client, store):
+    insert_matches(store, 230)
+    for sort, key, rev in (("newest", "created", True), ("score", "score", True), ("oldest", "created", False)):
+        seen, after = [], None
+        while True:
+            url = f"/api/matches?per_page=40&sort={sort}&status=new" + (f"&after={after}" if after else "")
+            body = client.get(url).get_json()
+            seen += body["items"]
+            after = body["next"]
+            if not after:
+                break
+        ids = [m["id"] for m in seen]
+        assert len(ids) == len(set(ids)) == 77, sort
+        vals = [m[key] for m in seen]
+        assert vals == sorted(vals, reverse=rev), sort
+    pages = [client.get(f"/api/matches?per_page=50&page={p}").get_json()["items"] for p in (1, 2, 5)]
+    assert len(pages[0]) == len(pages[1]) == 50 and len(pages[2]) == 30
+    assert not {m["id"] for m in pages[0]} & {m["id"] for m in pages[1]}
+
+
+def test_match_detail_side_by_side(client, sample):
+    html = client.get(f"/matches/{sample['match_id']}").get_data(as_text=True)
+    assert html.count('<mark id="suspect-') == 2 and html.count('<mark id="source-') == 2
+    assert 'href="#suspect-2"' in html and 'href="#source-2"' in html
+    assert sample["source_text"][100:130] in html
+    assert 'rel="noopener noreferrer nofollow"' in html
+    assert "dna, winnow" in html and "62.0%" in html
+
+
+@pytest.mark.parametrize("mid", ["000000000000000000000000", "nope", "x" * 300, "%00"])
+def test_unknown_match_is_404(client, sample, mid):
+    assert client.get(f"/matches/{mid}").status_code == 404
+    assert client.get(f"/api/matches/{mid}").status_code == 404
+
+
+def test_review_actions_recorded_with_reviewer_and_time(client, store, sample):
+    mid = sample["match_id"]
+    token = csrf_from(client.get(f"/matches/{mid}").get_data(as_text=True))
+    resp = client.post(f"/matches/{mid}/review", data={"action": "confirm", "note": "整章照搬", "csrf_token": token})
+    assert resp.status_code == 302
+    m = store.get_match(mid)
+    assert m["status"] == "confirmed" and m["reviewer"] == "alice"
+    assert m["history"][-1]["action"] == "confirm" and m["history"][-1]["note"] == "整章照搬"
+    assert m["history"][-1]["at"]
+    client.post(f"/matches/{mid}/review", data={"action": "dismiss", "csrf_token": token})
+    html = client.get(f"/matches/{mid}").get_data(as_text=True)
+    assert "dismissed" in html and "整章照搬" in html
+
+
+def test_review_rejects_bad_action_and_missing_csrf(client, store, sample):
+    mid = sample["match_id"]
+    token = csrf_from(client.get(f"/matches/{mid}").get_data(as_text=True))
+    assert client.post(f"/matches/{mid}/review", data={"action": "delete", "csrf_token": token}).status_code == 400
+    assert client.post(f"/matches/{mid}/review", data={"action": "confirm"}).status_code == 400
+    assert client.post(f"/matches/{mid}/review",
+                       data={"action": "confirm", "csrf_token": "forged"}).status_code == 400
+    assert client.post("/matches/000000000000000000000000/review",
+                       data={"action": "confirm", "csrf_token": token}).status_code == 404
+    assert store.get_match(mid)["status"] == "new"
+
+
+def test_license_whole_site(client, store, sample):
+    mid = sample["match_id"]
+    token = csrf_from(client.get(f"/matches/{mid}").get_data(as_text=True))
+    client.post(f"/matches/{mid}/review",
+                data={"action": "license", "whole_site": "1", "note": "授权转载", "csrf_token": token})
+    assert store.get_match(mid)["status"] == "licensed"
+    other = store.get_match(sample["other_id"])
+    assert other["status"] == "licensed" and other["history"][-1]["reviewer"] == "alice"
+    assert store.get_match(sample["xss_id"])["status"] == "new"  # another site
+    lic = store.db.licenses.find_one({"site": "pirate.example", "source_id": "sgyy-1"})
+    assert lic and lic["reviewer"] == "alice"
+
+
+def test_export_csv_and_json_follow_filters(client, sample):
+    resp = client.get("/matches/export.csv?site=pirate.example")
+    assert resp.status_code == 200 and "attachment" in resp.headers["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(resp.get_data(as_text=True))))
+    assert {r["suspect_url"] for r in rows} == {"http://pirate.example/book/1.html",
+                                                 "http://pirate.example/book/2.html"}
+    row = next(r for r in rows if r["id"] == sample["match_id"])
+    passages = json.loads(row["passages"])
+    assert passages[0]["text"] == sample["source_text"][100:400] and passages[0]["source"] == [100, 400]
+    assert row["created"].startswith("20")
+    data = json.loads(client.get("/matches/export.json").get_data(as_text=True))
+    assert len(data) == 3
+    one = next(d for d in data if d["id"] == sample["match_id"])
+    assert one["passages"][1]["source_text"] == sample["source_text"][500:700]
+    assert client.get("/matches/export.xml").status_code == 404
+
+
+def test_csv_export_neutralises_formulas(client, store, sample):
+    store.upsert_match({"suspect_url": "http://x.example/f", "site": "x.example", "title": "=HYPERLINK(\"x\")",
+                        "source_id": "sgyy-1", "score": 0.5})
+    text = client.get("/matches/export.csv?site=x.example").get_data(as_text=True)
+    assert "'=HYPERLINK" in text
+
+
+def test_duplicates_clusters_and_search(client, sample):
+    html = client.get("/duplicates/").get_data(as_text=True)
+    assert "http://mirror.example/a.html" in html and "三国演义 第一回 免费阅读" in html
+    assert "2 copies" in html
+    html = client.get("/duplicates/?q=mirror").get_data(as_text=True)
+    assert "1 copy" in html and "http://mirror.example/a.html" in html
+    assert "No duplicate clusters" in client.get("/duplicates/?q=(nothing[").get_data(as_text=True)
+    assert client.get("/duplicates/?page=abc").status_code == 400
+    assert client.get("/duplicates/?page=99999999").status_code == 400
+
+
+def test_sources_add_paste_upload_remove(client, store, sample):
+    token = csrf_from(client.get("/sources/").get_data(as_text=True))
+    resp = client.post("/sources/add", data={"title": "我的文章", "text": "这是一篇原创文章。" * 20, "csrf_token": token})
+    assert resp.status_code == 303
+    again = client.post("/sources/add", data={"title": "我的文章", "text": "这是一篇原创文章。" * 20,
+                                              "csrf_token": token}, follow_redirects=True)
+    assert "0 work(s) added, 1 already registered" in again.get_data(as_text=True)
+    assert len(store.list_sources()) == 3
+    jsonl = "\n".join(json.dumps({"id": f"j{i}", "title": f"章{i}", "text": f"正文{i}" * 30}, ensure_ascii=False)
+                      for i in range(3)).encode()
+    resp = client.post("/sources/add", data={"file": (io.BytesIO(jsonl), "works.jsonl"), "csrf_token": token},
+                       content_type="multipart/form-data", follow_redirects=True)
+    assert "3 work(s) added" in resp.get_data(as_text=True)
+    txt = "第一章 开端\n很久很久以前……".encode()
+    client.post("/sources/add", data={"file": (io.BytesIO(txt), "story.txt"), "csrf_token": token},
+                content_type="multipart/form-data")
+    assert any(s["title"] == "第一章 开端" for s in store.list_sources())
+    bad = client.post("/sources/add", data={"file": (io.BytesIO(b'{"id": 1}\nnot json'), "bad.jsonl"),
+                                            "csrf_token": token}, content_type="multipart/form-data",
+                      follow_redirects=True)
+    assert "Nothing added: bad.jsonl:1" in bad.get_data(as_text=True)
+    assert client.post("/sources/add", data={"file": (io.BytesIO(b"x"), "a.pdf"), "csrf_token": token},
+                       content_type="multipart/form-data").status_code == 303
+    assert len(store.list_sources()) == 7
+    assert client.post("/sources/j1/remove", data={"csrf_token": token}).status_code == 303
+    assert store.get_source("j1") is None
+    assert client.post("/sources/nope/remove", data={"csrf_token": token}).status_code == 404
+    assert client.post("/sources/j2/remove").status_code == 400  # CSRF
+    assert store.get_source("j2") is not None
+
+
+def test_api(client, sample):
+    body = client.get("/api/matches?sort=score").get_json()
+    assert [m["score"] for m in body["items"]] == [0.62, 0.4, 0.31] and body["next"] is None
+    one = client.get(f"/api/matches/{sample['match_id']}").get_json()
+    assert one["passages"][0]["suspect_text"] == sample["source_text"][100:400]
+    assert one["suspect_spans"][0][1] - one["suspect_spans"][0][0] == 300
+    sources = client.get("/api/sources").get_json()["items"]
+    assert {s["_id"] for s in sources} == {"sgyy-1", "sgyy-2"} and "text" not in sources[0]
+    assert client.get("/api/matches/" + "0" * 24).get_json() == {"error": "no such match"}
+
+
+# ------------------------------------------------------------------ hostile crawled text
+
+def test_crawled_html_is_escaped_everywhere(client, sample):
+    pages = [f"/matches/{sample['xss_id']}", "/matches/", "/duplicates/", "/", "/sources/",
+             f"/api/matches/{sample['xss_id']}"]
+    for path in pages:
+        html = client.get(path).get_data(as_text=True)
+        assert "<script>window" not in html, path
+        assert "<img src=x" not in html, path
+        assert 'href="javascript:' not in html.lower(), path
+    detail = client.get(f"/matches/{sample['xss_id']}").get_data(as_text=True)
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in detail
+    assert "&lt;a href=&#34;javascript:window.__xss=7&#34;&gt;" in detail
+    assert f'<span class="unsafe-url">{XSS_URL}</span>' in detail  # shown as text, not a link
+
+
+def test_removed_user_loses_session(client, store):
+    assert client.get("/matches/").status_code == 200
+    store.db.users.delete_one({"_id": "alice"})
+    assert client.get("/matches/").status_code == 302
+
+
+def test_dashboard_computes_in_background_then_serves_cache(app, client, sample):
+    app.config.update(DASHBOARD_CACHE_SECONDS=60, DASHBOARD_WAIT_SECONDS=0)
+    first = client.get("/dashboard/").get_data(as_text=True)
+    import time
+    deadline = time.time() + 30
+    html = first
+    while "being computed" in html and time.time() < deadline:
+        time.sleep(0.2)
+        html = client.get("/dashboard/").get_data(as_text=True)
+    assert "Numbers as of" in html and "<svg" in html
+    assert "fiction" in first  # recent runs are shown even before the numbers are ready
