@@ -1,0 +1,502 @@
+"""Distributed crawling: N `scrapy crawl` processes share one request queue and URL dupefilter in Redis.
+
+Built on scrapy-redis 0.9.1 (its Scheduler, PriorityQueue and RFPDupeFilter) with a thin adapter for
+Scrapy 2.13+/2.19 and for what a shared crawl needs (docs/scale-out.md says what and why):
+
+- `FingerprintDupeFilter`: URL dedup with the crawler's REQUEST_FINGERPRINTER (tracking parameters
+  removed), not scrapy-redis's own SHA1 of the raw URL.
+- `ClaimingPriorityQueue`: enqueue is one Lua call (SADD to the dupefilter + ZADD to the queue, so a
+  crash between the two cannot lose a URL); pop is one Lua call that also marks this worker busy.
+- `DistributedScheduler`: closes the spider once the shared queue has stayed empty, with no worker
+  busy in ANY process, for DISTRIBUTED_IDLE_CLOSE_SECONDS (scrapy-redis spiders idle forever).
+- JSON request serialization (`dumps`/`loads`): nothing from a shared Redis is ever unpickled.
+- `DistributedAddon`: `ZHDEDUP_DISTRIBUTED=1` (setting or env) merges `distributed_settings(...)` on
+  the store's Redis (embedded or REDIS_URL) and key prefix.
+
+    python -m crawler.distributed status news     # queue length, seen URLs, busy workers
+    python -m crawler.distributed reset news      # forget a finished crawl (queue + seen URLs)
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import socket
+import sys
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+from redis.exceptions import RedisError
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.http import Request
+from scrapy_redis.dupefilter import RFPDupeFilter
+from scrapy_redis.queue import PriorityQueue
+from scrapy_redis.scheduler import Scheduler
+from twisted.internet import task
+
+DEFAULT_IDLE_CLOSE_SECONDS = 10.0
+DEFAULT_POLL_SECONDS = 0.5
+DEFAULT_WORKER_TTL = 30.0
+DEFAULT_SEEN_CACHE = 100_000   # fingerprints this process knows are in the shared seen set
+ENABLE_ENV = "ZHDEDUP_DISTRIBUTED"
+
+# --- key layout ----------------------------------------------------------------------------------
+
+
+def crawl_keys(key_prefix: str, job: str) -> dict[str, str]:
+    """Redis keys of one distributed crawl; the {job} hash tag keeps them on one Redis Cluster shard."""
+    if "%" in key_prefix or "%" in job.replace("%(spider)s", ""):
+        raise ValueError(f"key prefix / job must not contain '%' (scrapy-redis formats keys): {key_prefix!r} {job!r}")
+    if any(c in job.replace("%(spider)s", "") for c in "{}"):
+        raise ValueError(f"job name must not contain braces (used as the Redis Cluster hash tag): {job!r}")
+    base = f"{key_prefix}crawl:{{{job}}}"
+    return {"requests": f"{base}:requests", "dupefilter": f"{base}:seen", "workers": f"{base}:workers"}
+
+
+def distributed_settings(redis_url: str, key_prefix: str, job: str = "%(spider)s",
+                         idle_close_seconds: float = DEFAULT_IDLE_CLOSE_SECONDS) -> dict[str, Any]:
+    """Scrapy settings that make this process one worker of a shared crawl (merge them, or use the addon)."""
+    if not redis_url:
+        raise ValueError("distributed mode needs a Redis URL (the store's: embedded or REDIS_URL)")
+    keys = crawl_keys(key_prefix, job)
+    return {
+        "SCHEDULER": "crawler.distributed.DistributedScheduler",
+        "DUPEFILTER_CLASS": "crawler.distributed.FingerprintDupeFilter",
+        "SCHEDULER_QUEUE_CLASS": "crawler.distributed.ClaimingPriorityQueue",
+        "SCHEDULER_SERIALIZER": "crawler.distributed",       # this module's dumps/loads: JSON, never pickle
+        "SCHEDULER_PERSIST": True,          # one process finishing must not flush the queue of the others
+        "SCHEDULER_FLUSH_ON_START": False,  # a late joiner must not wipe a running crawl
+        "SCHEDULER_QUEUE_KEY": keys["requests"],
+        "SCHEDULER_DUPEFILTER_KEY": keys["dupefilter"],
+        "DISTRIBUTED_WORKERS_KEY": keys["workers"],
+        "DISTRIBUTED_IDLE_CLOSE_SECONDS": idle_close_seconds,
+        "REDIS_URL": redis_url,
+        # short timeouts: Redis calls run in the reactor thread, a hung server must not freeze the crawl
+        "REDIS_PARAMS": {"socket_timeout": 5, "socket_connect_timeout": 2, "retry_on_timeout": True},
+    }
+
+
+def store_redis(overrides: dict[str, Any] | None = None) -> tuple[str, str]:
+    """(redis_url, key_prefix) of the store: REDIS_URL when set, else the embedded server (started if needed)."""
+    from storage import StoreConfig
+    from storage import servers as srv
+
+    config = StoreConfig.from_env(**(overrides or {}))
+    url = config.redis_url or srv.ensure(config.var_path, "redis").uri
+    return url, config.key_prefix
+
+
+def enabled(settings: Any) -> bool:
+    """Distributed mode is on: setting ZHDEDUP_DISTRIBUTED or env ZHDEDUP_DISTRIBUTED=1."""
+    env = os.environ.get(ENABLE_ENV, "").strip().lower()
+    return settings.getbool("ZHDEDUP_DISTRIBUTED") or env in ("1", "true", "yes", "on")
+
+
+class DistributedAddon:
+    """Scrapy add-on: with distributed mode on, point scheduler and dupefilter at the store's Redis."""
+
+    def update_settings(self, settings: Any) -> None:
+        """Merge distributed_settings() at add-on priority (command-line -s values still win)."""
+        if not enabled(settings):
+            return
+        overrides = dict(settings.getdict("ZHDEDUP_STORE"))
+        url, prefix = store_redis(overrides)
+        url = settings.get("REDIS_URL") or url
+        job = settings.get("DISTRIBUTED_JOB") or os.environ.get("ZHDEDUP_CRAWL_JOB") or "%(spider)s"
+        idle = settings.getfloat("DISTRIBUTED_IDLE_CLOSE_SECONDS", DEFAULT_IDLE_CLOSE_SECONDS)
+        for name, value in distributed_settings(url, prefix, job, idle).items():
+            settings.set(name, value, priority="addon")
+
+
+# --- request serialization (SCHEDULER_SERIALIZER = "crawler.distributed") -------------------------
+
+
+def _encode(obj: Any, path: str) -> Any:
+    """JSON-safe form of a request dict: bytes and bytes-keyed dicts (headers) tagged."""
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    if isinstance(obj, bytes):
+        return {"$b": base64.b64encode(obj).decode("ascii")}
+    if isinstance(obj, (list, tuple)):
+        return [_encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, dict):
+        if all(isinstance(k, str) for k in obj) and "$b" not in obj and "$d" not in obj:
+            return {k: _encode(v, f"{path}.{k}") for k, v in obj.items()}
+        return {"$d": [[_encode(k, path), _encode(v, f"{path}.{k!r}")] for k, v in obj.items()]}
+    raise TypeError(f"request field {path} has a {type(obj).__name__}, which cannot go through the shared "
+                    "Redis queue; keep meta/cb_kwargs to str, numbers, bytes, lists and dicts")
+
+
+def _decode(obj: Any) -> Any:
+    """Inverse of _encode."""
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    if isinstance(obj, dict):
+        if set(obj) == {"$b"}:
+            return base64.b64decode(obj["$b"])
+        if set(obj) == {"$d"}:
+            return {_decode(k): _decode(v) for k, v in obj["$d"]}
+        return {k: _decode(v) for k, v in obj.items()}
+    return obj
+
+
+def dumps(obj: dict) -> bytes:
+    """Serialize a Request.to_dict() for the shared queue (JSON: readable, and safe to load)."""
+    return json.dumps(_encode(obj, "request"), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def loads(data: bytes) -> dict:
+    """Deserialize a queued request dict; a corrupt entry raises ValueError naming the problem."""
+    try:
+        return _decode(json.loads(data))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"corrupt entry in the shared request queue ({exc}): {data[:80]!r}") from None
+
+
+# --- dupefilter and queue ------------------------------------------------------------------------
+
+
+class FingerprintDupeFilter(RFPDupeFilter):
+    """scrapy-redis RFPDupeFilter using the crawler's REQUEST_FINGERPRINTER (canonical URL, no tracking)."""
+
+    fingerprinter: Any = None
+
+    @classmethod
+    def from_spider(cls, spider: Any) -> "FingerprintDupeFilter":
+        """Key from SCHEDULER_DUPEFILTER_KEY; fingerprints from crawler.request_fingerprinter."""
+        df = super().from_spider(spider)
+        df.fingerprinter = spider.crawler.request_fingerprinter
+        return df
+
+    def request_fingerprint(self, request: Request) -> str:
+        """Hex of the project fingerprint (scrapy-redis's own ignores REQUEST_FINGERPRINTER_CLASS)."""
+        if self.fingerprinter is None:
+            return super().request_fingerprint(request)
+        return self.fingerprinter.fingerprint(request).hex()
+
+
+PUSH_UNSEEN = """
+if ARGV[4] == '0' and redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+POP_CLAIM = """
+local r = redis.call('ZRANGE', KEYS[1], 0, 0)
+if #r == 0 then return false end
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, 0)
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[2], tonumber(t[1]) + tonumber(ARGV[2]), ARGV[1])
+return r[1]
+"""
+BEAT = """
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], tonumber(t[1]) + tonumber(ARGV[2]), ARGV[1])
+return 1
+"""
+IDLE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. t[1])
+return {redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[1])}
+"""
+
+
+class ClaimingPriorityQueue(PriorityQueue):
+    """scrapy-redis PriorityQueue whose pop also marks the worker busy, and with an atomic push-if-unseen."""
+
+    worker = "?"
+    workers_key = ""
+    ttl = DEFAULT_WORKER_TTL
+
+    def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None) -> None:
+        super().__init__(server, spider, key, serializer)
+        self._push_unseen = server.register_script(PUSH_UNSEEN)
+        self._pop_claim = server.register_script(POP_CLAIM)
+
+    def push_unseen(self, request: Request, fingerprint: str | None, seen_key: str) -> bool:
+        """Queue the request unless its fingerprint was seen (one round trip); None = dont_filter."""
+        args = [fingerprint or "", -request.priority, self._encode_request(request), "1" if fingerprint is None else "0"]
+        return bool(self._push_unseen(keys=[seen_key, self.key], args=args))
+
+    def pop(self, timeout: int = 0) -> Request | None:
+        """Highest-priority request, claimed by this worker (busy marker) in the same round trip."""
+        if not self.workers_key:
+            return super().pop(timeout)
+        data = self._pop_claim(keys=[self.key, self.workers_key], args=[self.worker, int(self.ttl)])
+        return self._decode_request(data) if data else None
+
+
+# --- scheduler -----------------------------------------------------------------------------------
+
+
+class DistributedScheduler(Scheduler):
+    """scrapy-redis Scheduler that closes the spider when the whole shared crawl is done.
+
+    A worker is "busy" (a member of the workers sorted set, score = expiry on the Redis clock) from
+    opening, and from every pop, until its engine reports idle. It closes after the shared queue has
+    been empty and no worker busy for DISTRIBUTED_IDLE_CLOSE_SECONDS (negative: never, like
+    scrapy-redis). A crashed worker's mark expires after DISTRIBUTED_WORKER_TTL seconds.
+    """
+
+    crawler: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> "DistributedScheduler":
+        """Build on scrapy-redis's constructor, then read the idle/heartbeat settings and hook spider_idle."""
+        s = crawler.settings
+        try:
+            sched = super().from_crawler(crawler)
+        except RedisError as exc:
+            from storage import StorageUnavailable
+
+            raise StorageUnavailable("Redis (distributed crawl queue)", f"no answer from {s.get('REDIS_URL')} "
+                                     f"({type(exc).__name__})", "start it (python -m storage start), fix "
+                                     "REDIS_URL, or run without ZHDEDUP_DISTRIBUTED") from None
+        sched.crawler = crawler
+        sched.idle_close = s.getfloat("DISTRIBUTED_IDLE_CLOSE_SECONDS", DEFAULT_IDLE_CLOSE_SECONDS)
+        sched.poll = max(0.05, s.getfloat("DISTRIBUTED_POLL_SECONDS", DEFAULT_POLL_SECONDS))
+        sched.ttl = max(2.0, s.getfloat("DISTRIBUTED_WORKER_TTL", DEFAULT_WORKER_TTL))
+        sched.workers_key = s.get("DISTRIBUTED_WORKERS_KEY") or ""
+        sched.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        sched.idle_since, sched.last_state = None, None
+        sched.busy = True
+        sched.last_claim = 0.0
+        sched.loop = None
+        sched.round_trips = 0
+        sched.seen_cache: OrderedDict[str, None] = OrderedDict()
+        sched.seen_cache_size = s.getint("DISTRIBUTED_SEEN_CACHE", DEFAULT_SEEN_CACHE)
+        sched.backlog: list[Request] = []   # requests that could not reach Redis yet: pushed on the next tick
+        sched.redis_down = False
+        crawler.signals.connect(sched.spider_idle, signal=signals.spider_idle)
+        return sched
+
+    def _key(self, template: str) -> str:
+        return template % {"spider": self.spider.name}
+
+    def open(self, spider: Any) -> None:
+        """Open queue and dupefilter, register this worker as busy, start the idle poll / heartbeat."""
+        super().open(spider)
+        if not isinstance(self.queue, ClaimingPriorityQueue):
+            raise NotConfigured("DistributedScheduler needs SCHEDULER_QUEUE_CLASS = "
+                                "'crawler.distributed.ClaimingPriorityQueue'")
+        self.workers = self._key(self.workers_key) if self.workers_key else ""
+        self.queue.worker, self.queue.workers_key, self.queue.ttl = self.worker, self.workers, self.ttl
+        self._beat = self.server.register_script(BEAT)
+        self._idle = self.server.register_script(IDLE)
+        if self.workers:
+            self._beat(keys=[self.workers], args=[self.worker, int(self.ttl)])
+        self.last_claim = time.monotonic()
+        self.loop = task.LoopingCall(self.tick)
+        self.loop.start(self.poll, now=False)
+        spider.logger.info("distributed worker %s on queue %s (%d queued)", self.worker, self.queue.key, len(self.queue))
+
+    def close(self, reason: str) -> None:
+        """Stop polling and leave the busy set; the shared queue and seen set persist for the others."""
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+        if self.stats:
+            self.stats.set_value("distributed/redis_round_trips", self.round_trips)
+        if self.backlog:
+            self.spider.logger.error("closing with %d request(s) that never reached Redis (not marked seen): %s",
+                                     len(self.backlog), " ".join(r.url for r in self.backlog[:20]))
+        if getattr(self, "workers", ""):
+            try:
+                self.server.zrem(self.workers, self.worker)
+            except Exception as exc:  # the crawl is ending anyway; the mark expires after the TTL
+                self.spider.logger.warning("could not leave the worker set: %s", exc)
+        super().close(reason)
+
+    def enqueue_request(self, request: Request) -> bool:
+        """Queue the request unless any process has seen its URL fingerprint (one Lua round trip, none
+        when this process already knows the fingerprint is in the shared set: the set only grows).
+        While Redis is unreachable requests wait in a local backlog: nothing is lost."""
+        fp = None if request.dont_filter else self.df.request_fingerprint(request)
+        if fp is not None and fp in self.seen_cache:
+            self.seen_cache.move_to_end(fp)
+            return self._filtered(request)
+        if self.backlog:
+            self.backlog.append(request)
+            return True
+        try:
+            pushed = self._push(request, fp)
+        except RedisError as exc:
+            self._redis_failed("enqueue", exc)
+            self.backlog.append(request)
+            return True
+        if not pushed:
+            return self._filtered(request)
+        self._inc("scheduler/enqueued/redis")
+        return True
+
+    def _push(self, request: Request, fp: str | None) -> bool:
+        """One push-if-unseen round trip; remember the fingerprint as seen."""
+        self.round_trips += 1
+        pushed = self.queue.push_unseen(request, fp, self.df.key)
+        if fp is not None and self.seen_cache_size > 0:
+            self.seen_cache[fp] = None
+            if len(self.seen_cache) > self.seen_cache_size:
+                self.seen_cache.popitem(last=False)
+        return pushed
+
+    def flush_backlog(self) -> None:
+        """Push the requests that waited for Redis, oldest first; stop at the first failure."""
+        while self.backlog:
+            request = self.backlog[0]
+            fp = None if request.dont_filter else self.df.request_fingerprint(request)
+            pushed = self._push(request, fp)   # RedisError propagates: the rest keeps waiting
+            self.backlog.pop(0)
+            self._inc("scheduler/enqueued/redis" if pushed else "dupefilter/filtered")
+        self.spider.logger.info("distributed: the local backlog is in the shared queue")
+
+    def _redis_failed(self, what: str, exc: Exception) -> None:
+        """Count the failure; log the first one of an outage (the engine retries many times a second)."""
+        self._inc(f"distributed/redis_errors/{what}")
+        if not self.redis_down:
+            self.redis_down = True
+            self.spider.logger.warning("distributed %s: Redis unavailable (%s: %s); keeping requests locally "
+                                       "and retrying", what, type(exc).__name__, exc)
+
+    def _filtered(self, request: Request) -> bool:
+        self.df.log(request, self.spider)
+        self._inc("dupefilter/filtered")
+        return False
+
+    def next_request(self) -> Request | None:
+        """Pop (and claim) the next request of the shared queue (None while Redis is unreachable)."""
+        try:
+            if self.backlog:
+                self.flush_backlog()
+            self.round_trips += 1
+            request = self.queue.pop(0)
+        except RedisError as exc:
+            self._redis_failed("pop", exc)
+            return None
+        if self.redis_down:
+            self.redis_down = False
+            self.spider.logger.info("distributed: Redis answers again")
+        if request is not None:
+            self.busy, self.idle_since = True, None
+            self.last_claim = time.monotonic()
+            self._inc("scheduler/dequeued/redis")
+        return request
+
+    def has_pending_requests(self) -> bool:
+        """Anything in the shared queue or the local backlog (asked only when this process is otherwise
+        idle); an unreachable Redis counts as pending, so the spider does not close on a hiccup."""
+        if self.backlog:
+            return True
+        try:
+            self.round_trips += 1
+            return len(self.queue) > 0
+        except RedisError as exc:
+            self._redis_failed("length", exc)
+            return True
+
+    def _inc(self, key: str) -> None:
+        if self.stats:
+            self.stats.inc_value(key)
+
+    def tick(self) -> None:
+        """Busy: refresh this worker's mark. Idle: wake the engine so it pulls new requests / re-checks."""
+        try:
+            if self.backlog:
+                self.flush_backlog()
+            if self.busy:
+                if self.workers and time.monotonic() - self.last_claim > self.ttl / 3:
+                    self.round_trips += 1
+                    self._beat(keys=[self.workers], args=[self.worker, int(self.ttl)])
+                    self.last_claim = time.monotonic()
+                return
+            slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
+            if slot is not None:   # private in Scrapy 2.19; without it the engine re-checks every 5 s
+                slot.nextcall.schedule()
+        except Exception as exc:  # a Redis hiccup must not kill the loop; the next tick retries
+            self.spider.logger.warning("distributed heartbeat failed: %s", exc)
+
+    def spider_idle(self, spider: Any) -> None:
+        """Keep the spider open until the shared queue is empty and nobody is busy for idle_close seconds."""
+        self.busy = False
+        try:
+            if not self.workers:
+                queued, busy = len(self.queue), 0
+            else:
+                self.round_trips += 1
+                queued, busy = self._idle(keys=[self.workers, self.queue.key], args=[self.worker])
+        except RedisError as exc:
+            self._redis_failed("idle check", exc)
+            raise DontCloseSpider from None
+        queued += len(self.backlog)
+        if queued or busy:
+            if (queued, busy) != self.last_state:
+                spider.logger.info("shared crawl not done: %d request(s) queued, %d other worker(s) busy", queued, busy)
+            self.idle_since, self.last_state = None, (queued, busy)
+            raise DontCloseSpider
+        self.last_state = (0, 0)
+        now = time.monotonic()
+        if self.idle_since is None:
+            self.idle_since = now
+            spider.logger.info("shared queue empty and no worker busy; closing in %.1f s unless work appears",
+                               self.idle_close)
+        if self.idle_close < 0 or now - self.idle_since < self.idle_close:
+            raise DontCloseSpider
+        self._inc("distributed/idle_closed")
+
+
+# --- RedisSpider on Scrapy 2.13+ ------------------------------------------------------------------
+
+
+class RedisStartMixin:
+    """Put before scrapy_redis.spiders.RedisMixin/RedisSpider: Scrapy 2.13+ never calls start_requests(),
+    so RedisSpider would read its start URLs only at the first idle signal; this reads them at start."""
+
+    async def start(self) -> Any:
+        """The first batch of start URLs from the spider's redis_key, as RedisMixin.start_requests did."""
+        for request in self.next_requests():  # type: ignore[attr-defined]
+            yield request
+
+    def setup_redis(self, crawler: Any = None) -> None:
+        """RedisMixin keeps the idle clock in a class attribute set at import; start it per spider."""
+        super().setup_redis(crawler)  # type: ignore[misc]
+        self.spider_idle_start_time = int(time.time())
+
+
+# --- command line --------------------------------------------------------------------------------
+
+
+def _resolve_keys(spider: str, job: str | None) -> tuple[Any, dict[str, str]]:
+    import redis
+
+    url, prefix = store_redis()
+    keys = {k: v % {"spider": spider} for k, v in crawl_keys(prefix, job or "%(spider)s").items()}
+    return redis.Redis.from_url(url), keys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m crawler.distributed status|reset SPIDER [--job NAME]`."""
+    parser = argparse.ArgumentParser(prog="python -m crawler.distributed", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["status", "reset"])
+    parser.add_argument("spider", help="spider name (the default job name)")
+    parser.add_argument("--job", help="job name when the crawl used DISTRIBUTED_JOB / ZHDEDUP_CRAWL_JOB")
+    args = parser.parse_args(argv)
+    r, keys = _resolve_keys(args.spider, args.job)
+    if args.command == "status":
+        now = float(r.time()[0])
+        busy = r.zrangebyscore(keys["workers"], now, "+inf")
+        print(f"queued requests  {r.zcard(keys['requests'])}\nseen URLs        {r.scard(keys['dupefilter'])}\n"
+              f"busy workers     {len(busy)}")
+        for w in busy:
+            print(f"  {w.decode()}")
+        return 0
+    if r.zcount(keys["workers"], float(r.time()[0]), "+inf"):
+        print("workers are still registered; stop them first (or wait for their marks to expire)", file=sys.stderr)
+        return 1
+    print(f"deleted {r.delete(*keys.values())} key(s) of {keys['requests'].rsplit(':', 1)[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""CrawlSummary: counts every dropped item by reason and prints a readable summary at close."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from itemadapter import ItemAdapter
+from scrapy import signals
+
+logger = logging.getLogger(__name__)
+STAT = "zhdedup"
+DUP = re.compile(r"^(exact|near) duplicate of (\S+)(?: \(distance (\d+)\))?")
+
+
+def reason_key(message: str) -> str:
+    """A stats-friendly slug of a DropItem message: 'no article body: 404 page' -> 'no_article_body'."""
+    head = message.split(":", 1)[0].strip().lower()
+    return re.sub(r"[^a-z0-9]+", "_", head).strip("_")[:40] or "dropped"
+
+
+class CrawlSummary:
+    """Scrapy extension: failure reasons in the stats, a summary in the log, and an optional JSON
+    report (ZHDEDUP_REPORT=path) listing every kept page and every dropped page with its reason."""
+
+    def __init__(self, crawler, report: str) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.report_path = report
+        self.kept: list[dict] = []
+        self.dropped: list[dict] = []
+        self.started = time.monotonic()
+
+    @classmethod
+    def from_crawler(cls, crawler) -> "CrawlSummary":
+        """Hook the item and spider signals."""
+        ext = cls(crawler, crawler.settings.get("ZHDEDUP_REPORT") or "")
+        crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(ext.item_error, signal=signals.item_error)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        return ext
+
+    def spider_opened(self, spider) -> None:
+        """Start the clock (the report's elapsed_seconds excludes process start-up)."""
+        self.started = time.monotonic()
+
+    def item_scraped(self, item: Any, response=None, spider=None) -> None:
+        """A page went through every pipeline (it was kept)."""
+        if self.report_path:
+            a = ItemAdapter(item)
+            self.kept.append({k: a.get(k) for k in ("url", "site", "title", "page_id", "book",
+                                                      "chapter_number", "chapter_title", "matches")
+                              if a.get(k) is not None})
+
+    def item_dropped(self, item: Any, response=None, exception: BaseException | None = None, spider=None) -> None:
+        """Duplicates are counted by DedupPipeline; everything else is a failure with a reason."""
+        message = str(exception or "dropped")
+        dup = DUP.match(message)
+        if not dup:
+            self.stats.inc_value(f"{STAT}/failed/{reason_key(message)}")
+        if self.report_path:
+            entry = {"url": ItemAdapter(item).get("url"), "reason": message}
+            if dup:
+                entry.update(kind=dup.group(1), original=dup.group(2),
+                             distance=int(dup.group(3) or 0))
+            self.dropped.append(entry)
+
+    def item_error(self, item: Any, response=None, spider=None, failure=None) -> None:
+        """An exception in a pipeline: counted, the traceback is already in the log."""
+        name = type(getattr(failure, "value", None)).__name__ if failure is not None else "error"
+        self.stats.inc_value(f"{STAT}/failed/pipeline_{name.lower()}")
+        if self.report_path:
+            self.dropped.append({"url": ItemAdapter(item).get("url"), "reason": f"pipeline error: {failure}"})
+
+    def spider_closed(self, spider, reason: str = "") -> None:
+        """Log the summary and write the report."""
+        get = self.stats.get_value
+        if get("extract/ok") is not None:
+            self.stats.set_value(f"{STAT}/extracted", get("extract/ok"))
+        lines = [f"zhdedup summary for spider {spider.name!r} ({reason}):",
+                 f"  pages fetched        {get(f'{STAT}/fetched', 0)}",
+                 f"  candidate pages      {get(f'{STAT}/items', 0)}",
+                 f"  extracted            {get(f'{STAT}/extracted', 0)}",
+                 f"  stored               {get(f'{STAT}/stored', 0)}",
+                 f"  dropped, exact dup   {get(f'{STAT}/dropped/exact', 0)}",
+                 f"  dropped, near dup    {get(f'{STAT}/dropped/near', 0)}",
+                 f"  matched to sources   {get(f'{STAT}/matched', 0)}"]
+        failed = {k.split("/", 2)[2]: v for k, v in self.stats.get_stats().items()
+                  if k.startswith(f"{STAT}/failed/")}
+        lines.append(f"  failed               {sum(failed.values())}")
+        lines += [f"    {name:<22} {count}" for name, count in sorted(failed.items())]
+        logger.info("\n".join(lines))
+        if self.report_path:
+            self.write_report(spider.name, reason, failed)
+
+    def write_report(self, spider: str, reason: str, failed: dict) -> None:
+        """JSON report: counts, kept pages, dropped pages with reasons (written atomically)."""
+        counts = {k[len(STAT) + 1:]: v for k, v in self.stats.get_stats().items() if k.startswith(STAT + "/")}
+        data = {"spider": spider, "finish_reason": reason, "elapsed_seconds": time.monotonic() - self.started,
+                "responses": self.stats.get_value("response_received_count", 0),
+                "counts": counts, "failed": failed,
+                "kept": self.kept, "dropped": self.dropped}
+        path = Path(self.report_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+        tmp.replace(path)

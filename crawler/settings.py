@@ -1,0 +1,98 @@
+"""Scrapy settings for the zhdedup crawler: every knob in one place, polite defaults.
+
+Override any of them per run with `scrapy crawl news -s NAME=VALUE`; the ZHDEDUP_* ones are ours.
+"""
+import os
+
+BOT_NAME = "zhdedup"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+
+# --- Identity and politeness -------------------------------------------------------------------
+# Say who we are and where to complain. Replace the contact URL before crawling other people's sites.
+USER_AGENT = "zhdedup/0.1 (+https://example.org/zhdedup-crawler; contact: crawler-admin@example.org)"
+ROBOTSTXT_OBEY = True
+# Never hammer one host: 2 parallel requests per host, 16 overall, and AutoThrottle adapts the delay to
+# the server's latency (it never goes below DOWNLOAD_DELAY).
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 2
+DOWNLOAD_DELAY = 0.5
+DOWNLOAD_DELAY_JITTER = 0.5     # +-50% random variation of the delay
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 1.0
+AUTOTHROTTLE_MAX_DELAY = 30.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 1.0
+DOWNLOAD_TIMEOUT = 30
+DEFAULT_REQUEST_HEADERS = {
+    "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    "Accept-Language": "zh-CN,zh;q=0.9,zh-TW;q=0.8,en;q=0.5",
+}
+
+# --- Limits ------------------------------------------------------------------------------------
+# A news page is rarely above 1 MB; 16 MB stops runaway downloads, 4 MB logs a warning.
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+REDIRECT_MAX_TIMES = 5          # a redirect loop ends after 5 hops with "max redirections reached"
+RETRY_ENABLED = True
+RETRY_TIMES = 2
+RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
+DEPTH_LIMIT = 5                 # link hops from a start page; 0 means unlimited
+DEPTH_PRIORITY = 0
+
+# --- URL-level dedup ----------------------------------------------------------------------------
+# Requests are fingerprinted on the URL with tracking parameters (utm_*, spm, from, ...) removed, so
+# the same story linked from ten places is downloaded once, before any content work.
+REQUEST_FINGERPRINTER_CLASS = "crawler.urls.CanonicalRequestFingerprinter"
+
+# --- Development cache ----------------------------------------------------------------------------
+# Off by default (we want fresh pages). Switch on while developing extraction: `-s HTTPCACHE_ENABLED=1`.
+HTTPCACHE_ENABLED = False
+HTTPCACHE_DIR = "httpcache"
+HTTPCACHE_EXPIRATION_SECS = 24 * 3600
+HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
+
+# --- Pause and resume --------------------------------------------------------------------------
+# Scrapy keeps its scheduler queue and seen-request fingerprints on disk when JOBDIR is set:
+#   scrapy crawl news -s JOBDIR=var/jobs/news-1      (Ctrl-C once, then run the same command to resume)
+# Content dedup does not depend on JOBDIR: the store's check-and-insert is persistent and atomic.
+JOBDIR = os.environ.get("ZHDEDUP_JOBDIR") or None
+
+# --- Distributed mode ---------------------------------------------------------------------------
+# Off by default. ZHDEDUP_DISTRIBUTED = True (or env ZHDEDUP_DISTRIBUTED=1) lets the add-on below move the
+# scheduler queue and the URL dupefilter into the store's Redis (scrapy-redis, crawler/distributed.py),
+# so several `scrapy crawl` processes split one crawl. Details: docs/scale-out.md.
+ZHDEDUP_DISTRIBUTED = False
+ADDONS = {"crawler.distributed.DistributedAddon": 0}  # does nothing unless distributed mode is on
+
+# --- Remote control --------------------------------------------------------------------------
+# Scrapy 2.19 opens a local control port by default. We turn it off: a crawler that runs unattended on
+# a shared machine should not listen on any port, and pause/resume goes through JOBDIR and signals
+# (Ctrl-C / SIGTERM). Switch it on for an interactive session with `-s REMOTE_CONTROL_ENABLED=1`.
+REMOTE_CONTROL_ENABLED = False
+TELNETCONSOLE_ENABLED = False   # same reasoning: no listening ports by default
+
+# --- Pipelines: extract -> fingerprint -> dedup -> infringement -> store --------------------------
+ITEM_PIPELINES = {
+    "pipelines.extract.ExtractPipeline": 100,
+    "pipelines.fingerprint.FingerprintPipeline": 200,
+    "pipelines.dedup.DedupPipeline": 300,
+    "pipelines.infringement.InfringementPipeline": 400,
+    "pipelines.store.StorePipeline": 500,
+}
+EXTENSIONS = {
+    "crawler.extensions.CrawlSummary": 500,
+}
+ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k between 64-bit SimHashes
+ZHDEDUP_INFRINGEMENT = True     # compare every kept page with the registered source library
+ZHDEDUP_MIN_MATCH_SCORE = 0.0   # matches below this score are not recorded
+ZHDEDUP_PROFILES = ""           # extra profile files (comma separated) besides crawler/profiles/*
+ZHDEDUP_REPORT = ""             # write a JSON summary of the crawl (kept and dropped URLs) here
+ZHDEDUP_STORE = {}              # overrides for StoreConfig.from_env, e.g. -s 'ZHDEDUP_STORE={"db_name": "t"}'
+ZHDEDUP_STORE_THREADS = 4       # threads for blocking store calls, so downloads go on meanwhile
+ZHDEDUP_FINGERPRINT_WORKERS = 0 # >0: fingerprint in that many worker processes (0: inline, ~1 ms/page)
+
+# --- Runtime ------------------------------------------------------------------------------------
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+FEED_EXPORT_ENCODING = "utf-8"
+LOG_FORMATTER = "crawler.logformatter.ZhdedupLogFormatter"  # one line per dropped page
+LOG_LEVEL = os.environ.get("ZHDEDUP_LOG_LEVEL", "INFO")

@@ -1,0 +1,171 @@
+"""`scrapy crawl news`: news articles from site profiles or from `-a start_urls=URL[,URL...]`.
+
+With profiles, link regexes say which pages are articles and which are lists. With start_urls the
+spider follows links on the same hosts and decides itself: an article is a page with a block of prose
+(text density, helped by an article-shaped URL); everything else is a list page that is only followed.
+Sitemaps (from robots.txt, /sitemap.xml or the profile) and RSS/Atom feeds are used when present.
+"""
+from __future__ import annotations
+
+import gzip
+from typing import Any, AsyncIterator
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.http import Response, TextResponse
+from scrapy.utils.gz import gunzip
+from scrapy.utils.sitemap import Sitemap
+
+from crawler import pagekind
+from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
+from crawler.spiders.base import PageSpider, unique
+from crawler.urls import host_key, strip_tracking
+
+FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/feed+xml", "text/xml")
+
+
+def _split(value: str | None) -> list[str]:
+    """Comma-separated spider argument to a list."""
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+class NewsSpider(PageSpider):
+    """News articles from profiles or start URLs, with URL- and content-level dedup downstream."""
+
+    name = "news"
+    kind = "article"
+
+    def __init__(self, start_urls: str | None = None, profile: str | None = None,
+                 profiles_file: str | None = None, sitemaps: str = "1", *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.use_sitemaps = sitemaps not in ("0", "false", "no")
+        if start_urls:
+            urls = _split(start_urls)
+            hosts = {host_key(u) for u in urls}
+            self.targets = [profile_from_dict({"name": h, "start_urls": [u for u in urls if host_key(u) == h]},
+                                              "start_urls") for h in sorted(hosts)]
+        else:
+            self.targets = load_profiles("site", _split(profiles_file) or None, _split(profile) or None)
+        self.by_name = {t.name: t for t in self.targets}
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        """Start pages, then each site's feeds and sitemaps (robots.txt Sitemap: lines included)."""
+        for target in self.targets:
+            for url in target.start_urls:
+                yield self.page_request(url, target, start=True)
+            for url in target.feeds:
+                yield scrapy.Request(url, self.parse_feed, errback=self.on_error, cb_kwargs={"site": target.name})
+            for url in target.sitemaps:
+                yield scrapy.Request(url, self.parse_sitemap, errback=self.on_error,
+                                     cb_kwargs={"site": target.name})
+            if self.use_sitemaps and not target.sitemaps:
+                for origin in unique(f"{urlsplit(u).scheme}://{urlsplit(u).netloc}" for u in target.start_urls):
+                    yield scrapy.Request(f"{origin}/robots.txt", self.parse_robots, errback=self.on_error,
+                                         meta={"optional": True}, cb_kwargs={"site": target.name, "origin": origin})
+
+    def page_request(self, url: str, target: SiteProfile, start: bool = False, priority: int = 0) -> scrapy.Request:
+        """A request for a page of `target`; articles get a higher priority than lists."""
+        return scrapy.Request(strip_tracking(url), self.parse_page, errback=self.on_error, priority=priority,
+                              cb_kwargs={"site": target.name}, meta={"start": start})
+
+    def wanted(self, url: str, target: SiteProfile) -> bool:
+        """Should a link be followed: same site, and (with link rules) an article or a list page."""
+        if host_key(url) not in target.hosts:
+            return False
+        return target.auto or target.is_article(url) or target.is_list(url)
+
+    def parse_page(self, response: Response, site: str) -> Any:
+        """An article becomes an item; every HTML page contributes its links and feeds."""
+        target = self.by_name[site]
+        if not self.usable(response):
+            return
+        root = pagekind.root_of(response)
+        if root is None:
+            self.fail(response.url, "unparseable")
+            return
+        if self.is_article(response, root, target):
+            yield self.make_item(response, target.site, profile=target.hint() if target.body else None)
+        else:
+            self.count("list_pages")
+        yield from self.follow(response, target)
+
+    def is_article(self, response: TextResponse, root, target: SiteProfile) -> bool:
+        """Profile rules when present, otherwise URL shape and text density; soft 404s are not."""
+        shape = None
+        if not target.auto:
+            if not target.is_article(response.url):
+                return False
+        else:
+            if response.meta.get("start") and pagekind.url_looks_list(response.url):
+                return False
+            shape = pagekind.page_shape(root)
+            if not shape.is_article(pagekind.url_looks_article(response.url)):
+                return False
+        heading = pagekind.heading_text(root)
+        if pagekind.is_soft_404(heading, 0):  # cheap test first; measure the text only when needed
+            shape = shape or pagekind.page_shape(root)
+            if pagekind.is_soft_404(heading, shape.text_chars - shape.link_chars):
+                self.fail(response.url, "soft_404", heading[:80])
+                return False
+        return True
+
+    def follow(self, response: TextResponse, target: SiteProfile) -> Any:
+        """Requests for wanted same-site links and for advertised RSS/Atom feeds."""
+        for url, _text in self.links(response, target.hosts):
+            if self.wanted(url, target):
+                article = target.is_article(url) if not target.auto else pagekind.url_looks_article(url)
+                yield self.page_request(url, target, priority=1 if article else 0)
+        if self.use_sitemaps:
+            for link in response.xpath("//link[@rel='alternate'][@href]"):
+                if (link.attrib.get("type") or "").lower() in FEED_TYPES:
+                    yield scrapy.Request(response.urljoin(link.attrib["href"]), self.parse_feed,
+                                         errback=self.on_error, meta={"optional": True},
+                                         cb_kwargs={"site": target.name})
+
+    def parse_robots(self, response: Response, site: str, origin: str) -> Any:
+        """Sitemaps named in robots.txt, else a guess at /sitemap.xml."""
+        target = self.by_name[site]
+        text = response.text if isinstance(response, TextResponse) else response.body.decode("utf-8", "replace")
+        found = [line.split(":", 1)[1].strip() for line in text.splitlines()
+                 if line.lower().startswith("sitemap:") and ":" in line]
+        for url in found or [f"{origin}/sitemap.xml"]:
+            yield scrapy.Request(response.urljoin(url), self.parse_sitemap, errback=self.on_error,
+                                 meta={"optional": True}, cb_kwargs={"site": target.name})
+
+    def parse_sitemap(self, response: Response, site: str) -> Any:
+        """URLs of a sitemap (plain or gzipped) or a sitemap index, filtered to the site."""
+        target = self.by_name[site]
+        body = response.body
+        if body[:2] == b"\x1f\x8b":
+            try:
+                body = gunzip(body, max_size=self.settings.getint("DOWNLOAD_MAXSIZE"))
+            except (OSError, ValueError, gzip.BadGzipFile) as exc:
+                self.fail(response.url, "bad_sitemap", str(exc))
+                return
+        try:
+            sitemap = Sitemap(body)
+        except Exception as exc:  # lxml raises several types on garbage
+            self.fail(response.url, "bad_sitemap", str(exc)[:100])
+            return
+        self.count("sitemaps")
+        for entry in sitemap:
+            url = entry.get("loc", "")
+            if sitemap.type == "sitemapindex":
+                yield scrapy.Request(url, self.parse_sitemap, errback=self.on_error, cb_kwargs={"site": target.name})
+            elif self.wanted(url, target):
+                yield self.page_request(url, target, priority=1)
+
+    def parse_feed(self, response: Response, site: str) -> Any:
+        """Item links of an RSS 2.0 or Atom feed."""
+        target = self.by_name[site]
+        if not isinstance(response, TextResponse):
+            return
+        self.count("feeds")
+        sel = scrapy.Selector(response, type="xml")
+        urls = sel.xpath("//*[local-name()='item']/*[local-name()='link']/text()").getall()
+        urls += sel.xpath("//*[local-name()='entry']/*[local-name()='link']"
+                          "[not(@rel) or @rel='alternate']/@href").getall()
+        for url in urls:
+            url = response.urljoin(url.strip())
+            if self.wanted(url, target):
+                yield self.page_request(url, target, priority=1)

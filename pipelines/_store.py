@@ -1,0 +1,79 @@
+"""One shared store per crawler process: opened on first use, run recorded, closed when the spider closes."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+from scrapy import signals
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+STAT = "zhdedup"
+_ATTR = "_zhdedup_store"
+
+
+def store_for(crawler) -> Any:
+    """The crawler's Store, opened on the first call (config: env + the ZHDEDUP_STORE setting)."""
+    holder = getattr(crawler, _ATTR, None)
+    if holder is None:
+        holder = _StoreHolder(crawler)
+        setattr(crawler, _ATTR, holder)
+    return holder.store
+
+
+def run_blocking(crawler, fn: Callable[..., T], *args: Any, **kwargs: Any) -> "asyncio.Future[T]":
+    """Run a blocking store call in the store's I/O threads, so the reactor keeps downloading."""
+    holder = getattr(crawler, _ATTR, None)
+    if holder is None:
+        store_for(crawler)
+        holder = getattr(crawler, _ATTR)
+    return asyncio.get_running_loop().run_in_executor(holder.executor, lambda: fn(*args, **kwargs))
+
+
+def stat_counts(crawler) -> dict[str, Any]:
+    """The zhdedup/* stats without the prefix, for the run record."""
+    prefix = STAT + "/"
+    return {k[len(prefix):]: v for k, v in crawler.stats.get_stats().items() if k.startswith(prefix)}
+
+
+class _StoreHolder:
+    """Owns the store of one crawler and its lifecycle (start_run on open, finish_run and close on close)."""
+
+    def __init__(self, crawler) -> None:
+        from storage import StoreConfig, open_store
+
+        self.crawler = crawler
+        overrides = dict(crawler.settings.getdict("ZHDEDUP_STORE"))
+        overrides.setdefault("simhash_k", crawler.settings.getint("ZHDEDUP_SIMHASH_K", 3))
+        self.store = open_store(StoreConfig.from_env(**overrides))
+        self.executor = ThreadPoolExecutor(max_workers=crawler.settings.getint("ZHDEDUP_STORE_THREADS", 4),
+                                           thread_name_prefix="zhdedup-store")
+        self.run_id: Any = None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def spider_opened(self, spider) -> None:
+        """Record the start of a run (which spider, when)."""
+        if self.run_id is not None:
+            return
+        try:
+            self.run_id = self.store.start_run(spider.name)
+        except Exception as exc:  # the run record is bookkeeping: never stop a crawl for it
+            logger.warning("could not record the run start: %s", exc)
+
+    def spider_closed(self, spider, reason: str = "") -> None:
+        """Record the run's counts, then close the store (pending spool entries stay on disk)."""
+        self.executor.shutdown(wait=True)
+        try:
+            if self.run_id is not None:
+                counts = stat_counts(self.crawler)
+                counts["finish_reason"] = reason
+                self.store.finish_run(self.run_id, counts)
+        except Exception as exc:
+            logger.warning("could not record the run end: %s", exc)
+        finally:
+            self.store.close()
+            if getattr(self.crawler, _ATTR, None) is self:
+                delattr(self.crawler, _ATTR)

@@ -1,0 +1,94 @@
+"""InfringementPipeline: compare each kept page with the registered source library; record matches."""
+from __future__ import annotations
+
+import logging
+import time
+from functools import lru_cache
+from typing import Any
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import NotConfigured
+
+from pipelines._store import run_blocking, store_for
+
+logger = logging.getLogger(__name__)
+SOURCES_RECHECK = 30.0  # seconds between "is the source library still empty?" checks
+
+
+class InfringementPipeline:
+    """CopyMatcher over the store's seed index; every match (score >= ZHDEDUP_MIN_MATCH_SCORE) of a
+    source not licensed to the page's site becomes a match record for review. Never drops items."""
+
+    def __init__(self, crawler, min_score: float) -> None:
+        try:
+            from fingerprint.matcher import CopyMatcher
+        except ImportError as exc:  # guarded until fingerprint.matcher exists
+            raise NotConfigured(f"fingerprint.matcher is not available ({exc}); infringement checks off")
+        self.crawler = crawler
+        self.min_score = min_score
+        self.store = store_for(crawler)
+        self.source = lru_cache(maxsize=512)(self._load_source)
+        self.matcher = CopyMatcher(self.store.seed_index(), lambda sid: (self.source(sid) or {}).get("text"))
+        self._has_sources: tuple[float, bool] = (0.0, True)
+
+    @classmethod
+    def from_crawler(cls, crawler) -> "InfringementPipeline":
+        """Off with ZHDEDUP_INFRINGEMENT=False; reads ZHDEDUP_MIN_MATCH_SCORE."""
+        if not crawler.settings.getbool("ZHDEDUP_INFRINGEMENT", True):
+            raise NotConfigured("ZHDEDUP_INFRINGEMENT is off")
+        return cls(crawler, crawler.settings.getfloat("ZHDEDUP_MIN_MATCH_SCORE", 0.0))
+
+    def _load_source(self, source_id: str) -> dict | None:
+        """A registered work (text, licensed_sites), cached: sources rarely change during a crawl."""
+        return self.store.get_source(source_id)
+
+    def _licensed(self, source_id: str, source: dict, site: str | None) -> bool:
+        """True when the source lists the site in licensed_sites (or the store records a licence)."""
+        if not site:
+            return False
+        if site in (source.get("licensed_sites") or []):
+            return True
+        checker = getattr(self.store, "is_licensed", None)
+        return bool(checker(source_id, site)) if callable(checker) else False
+
+    def _library_empty(self) -> bool:
+        """True when no source is registered (checked at most every SOURCES_RECHECK seconds)."""
+        checked, has = self._has_sources
+        if time.monotonic() - checked > SOURCES_RECHECK:
+            has = bool(self.store.list_sources()) if hasattr(self.store, "list_sources") else True
+            self._has_sources = (time.monotonic(), has)
+        return not has
+
+    def _matches(self, item: dict) -> list[dict]:
+        """Match records for one page (runs in a store thread: Redis lookups and CPU work)."""
+        records = []
+        for m in self.matcher.match(item["text"]):
+            source = self.source(m.source_id) or {}
+            if self._licensed(m.source_id, source, item.get("site")):
+                self.crawler.stats.inc_value("zhdedup/matches_licensed")
+                continue
+            if float(m.score) < self.min_score:
+                continue
+            records.append({
+                "suspect_url": item["url"], "suspect_page_id": item.get("page_id"), "site": item.get("site"),
+                "title": item.get("title"), "fetched": item.get("fetched"), "source_id": m.source_id,
+                "source_title": source.get("title"), "score": float(m.score),
+                "copied_chars": int(getattr(m, "copied_chars", 0)), "source_coverage": float(m.source_coverage), "suspect_coverage": float(m.suspect_coverage),
+                "source_spans": [list(s) for s in m.source_spans],
+                "suspect_spans": [list(s) for s in m.suspect_spans], "methods": list(m.methods)})
+        for record in records:
+            self.store.upsert_match(record)
+        return records
+
+    async def process_item(self, item: Any) -> Any:
+        """Record matches of this page against the source library; the item always passes on."""
+        a = ItemAdapter(item)
+        if not a.get("text") or self._library_empty():
+            return item
+        fields = {k: a.get(k) for k in ("url", "page_id", "site", "title", "fetched", "text")}
+        records = await run_blocking(self.crawler, self._matches, fields)
+        if records:
+            a["matches"] = [{"source_id": r["source_id"], "score": r["score"]} for r in records]
+            self.crawler.stats.inc_value("zhdedup/matched")
+            self.crawler.stats.inc_value("zhdedup/matches", len(records))
+        return item

@@ -1,0 +1,96 @@
+"""The pipelines on their own, with a real store: dedup reasons, licences, store documents, settings."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+from scrapy import signals
+from scrapy.exceptions import DropItem
+from scrapy.utils.test import get_crawler
+
+from crawler import settings as project_settings
+from crawler.demo_site.content import BOOK, STORIES
+from crawler.extensions import reason_key
+from crawler.items import utc_now
+from crawler.urls import page_id
+from pipelines.dedup import DedupPipeline
+from pipelines.fingerprint import FingerprintPipeline
+from pipelines.infringement import InfringementPipeline
+from pipelines.store import StorePipeline
+
+
+def crawler_for(store_config, **extra):
+    """A Scrapy crawler whose pipelines open the test's store."""
+    cfg = {k: v for k, v in dataclasses.asdict(store_config).items()}
+    return get_crawler(settings_dict={"ZHDEDUP_STORE": cfg, **extra})
+
+
+def item(url: str, text: str, site: str = "s.example") -> dict:
+    """An extracted item as ExtractPipeline leaves it."""
+    return {"url": url, "canonical_url": url, "page_id": page_id(url), "site": site, "spider": "news",
+            "title": "标题", "text": text, "fetched": utc_now()}
+
+
+async def through(pipes, it):
+    """Run an item through pipelines in order."""
+    for pipe in pipes:
+        it = await pipe.process_item(it)
+    return it
+
+
+def test_pipeline_chain_keeps_new_drops_copies_and_skips_licensed_sites(store, store_config):
+    crawler = crawler_for(store_config)
+    crawler.stats.open_spider()
+    fp, dedup = FingerprintPipeline.from_crawler(crawler), DedupPipeline.from_crawler(crawler)
+    infringe, keep = InfringementPipeline.from_crawler(crawler), StorePipeline.from_crawler(crawler)
+    pipes = [fp, dedup, infringe, keep]
+    source, licensed = ("\n".join(BOOK["chapters"][n][1]) for n in (0, 1))
+    for sid, text in (("src-1", source), ("src-2", licensed)):
+        store.add_source(sid, sid, text)
+        infringe.matcher.add_source(sid, text)
+    store.sources.update_one({"_id": "src-2"}, {"$set": {"licensed_sites": ["partner.example"]}})
+    story = "\n".join(STORIES[0]["paragraphs"])
+
+    async def scenario():
+        first = await through(pipes, item("http://a.example/1.html", story))
+        with pytest.raises(DropItem, match=r"^exact duplicate of http://a\.example/1\.html$"):
+            await through(pipes, item("http://b.example/9.html", story))
+        pirate = await through(pipes, item("http://p.example/1.html", "广告\n" + source, site="p.example"))
+        partner = await through(pipes, item("http://partner.example/1.html", licensed + "\n转载", site="partner.example"))
+        return first, pirate, partner
+
+    first, pirate, partner = asyncio.run(scenario())
+    assert first["dedup"]["kind"] == "new" and len(first["content_hash"]) == 32
+    assert store.get_page(first["page_id"])["url"] == "http://a.example/1.html"
+    dup = store.duplicates.find_one({"url": "http://b.example/9.html"})
+    assert (dup["original_url"], dup["method"], dup["original_id"]) == ("http://a.example/1.html", "exact", first["page_id"])
+    assert [m["source_id"] for m in pirate.get("matches", [])] == ["src-1"]
+    assert "matches" not in partner  # licensed: no match record
+    assert {m["suspect_url"] for m in store.matches.find({})} == {"http://p.example/1.html"}
+    stats = crawler.stats.get_stats()
+    assert stats["zhdedup/dropped/exact"] == 1 and stats["zhdedup/matched"] == 1
+    assert stats["zhdedup/stored"] == 3 and stats["zhdedup/matches_licensed"] == 1
+    crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="done")
+
+
+def test_items_without_text_are_dropped_with_a_reason(store_config):
+    crawler = crawler_for(store_config)
+    crawler.stats.open_spider()
+    with pytest.raises(DropItem, match="no text to fingerprint"):
+        asyncio.run(FingerprintPipeline.from_crawler(crawler).process_item(item("http://x/1", "  ")))
+
+
+def test_reason_keys():
+    assert reason_key("no article body: page says 404") == "no_article_body"
+    assert reason_key("no text to fingerprint: http://x") == "no_text_to_fingerprint"
+
+
+def test_polite_defaults():
+    s = project_settings
+    assert s.ROBOTSTXT_OBEY and s.AUTOTHROTTLE_ENABLED and s.CONCURRENT_REQUESTS_PER_DOMAIN <= 2
+    assert s.REMOTE_CONTROL_ENABLED is False and s.TELNETCONSOLE_ENABLED is False
+    assert s.DOWNLOAD_MAXSIZE == 16 * 1024 * 1024 and s.DOWNLOAD_WARNSIZE < s.DOWNLOAD_MAXSIZE
+    assert "http" in s.USER_AGENT and s.HTTPCACHE_ENABLED is False and s.REDIRECT_MAX_TIMES == 5
+    assert list(s.ITEM_PIPELINES.values()) == [100, 200, 300, 400, 500]
+    assert s.ZHDEDUP_DISTRIBUTED is False and "crawler.distributed.DistributedAddon" in s.ADDONS
