@@ -219,7 +219,8 @@ class ClaimingPriorityQueue(PriorityQueue):
 
     def push_unseen(self, request: Request, fingerprint: str | None, seen_key: str) -> bool:
         """Queue the request unless its fingerprint was seen (one round trip); None = dont_filter."""
-        args = [fingerprint or "", -request.priority, self._encode_request(request), "1" if fingerprint is None else "0"]
+        dont_filter = "1" if fingerprint is None else "0"
+        args = [fingerprint or "", -request.priority, self._encode_request(request), dont_filter]
         return bool(self._push_unseen(keys=[seen_key, self.key], args=args))
 
     def pop(self, timeout: int = 0) -> Request | None:
@@ -292,7 +293,8 @@ class DistributedScheduler(Scheduler):
         self.last_claim = time.monotonic()
         self.loop = task.LoopingCall(self.tick)
         self.loop.start(self.poll, now=False)
-        spider.logger.info("distributed worker %s on queue %s (%d queued)", self.worker, self.queue.key, len(self.queue))
+        spider.logger.info("distributed worker %s on queue %s (%d queued)", self.worker, self.queue.key,
+                           len(self.queue))
 
     def close(self, reason: str) -> None:
         """Stop polling and leave the busy set; the shared queue and seen set persist for the others."""

@@ -1,6 +1,7 @@
 """DedupPipeline: drop exact and near duplicates through the store's atomic check-and-insert."""
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from typing import Any
 
@@ -62,5 +63,10 @@ class DedupPipeline:
             return "?"
         if original_id in self.recent:
             return self.recent[original_id]
-        page = await run_blocking(self.crawler, self.store.get_page, original_id)
-        return (page or {}).get("url") or f"page {original_id}"
+        # another crawler may have claimed the original in Redis and not saved it to MongoDB yet
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.0):
+            page = await run_blocking(self.crawler, self.store.get_page, original_id)
+            if page:
+                return page.get("url") or f"page {original_id}"
+            await asyncio.sleep(delay)
+        return f"page {original_id}"
