@@ -26,7 +26,7 @@ import numpy as np
 from fingerprint._tables import LETTERS, initial_codes, _read
 
 DNA_LETTERS = "abcdefghjklmnopqrstwxyz"
-_SENTENCE_ENDS = "。！？!?；;…\n"
+_SENTENCE_ENDS = "。！？!?；;….\n"  # "." too: pages that write 。 as ASCII "."
 
 
 @dataclass(frozen=True)
