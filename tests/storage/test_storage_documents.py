@@ -1,0 +1,130 @@
+"""Pages, duplicates, sources, matches, runs, seed index and bad input on the real servers."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from storage import BadDocument, to_signed64, to_unsigned64
+
+
+def page(store, url: str, **kw) -> dict:
+    d = {"url": url, "site": "a.test", "title": "标题", "text": "正文。" * 10, "simhash": 2**64 - 1,
+         "content_hash": "f" * 32, "dna": [1, 2**70], "spider": "news"}
+    d.update(kw)
+    return d
+
+
+def test_signed_simhash_roundtrip():
+    for v in (0, 1, 2**63 - 1, 2**63, 2**64 - 1):
+        s = to_signed64(v)
+        assert -(2**63) <= s < 2**63 and to_unsigned64(s) == v
+
+
+def test_save_get_page(store):
+    pid = store.save_page(page(store, "http://a.test/1"))
+    raw = store.pages.find_one({"url": "http://a.test/1"})
+    assert raw["simhash"] == -1 and str(raw["_id"]) == pid       # signed int64 in MongoDB
+    got = store.get_page(pid)
+    assert got["simhash"] == 2**64 - 1 and got["dna"] == [1, 2**70] and got["id"] == pid
+    assert store.page_by_url("http://a.test/1")["id"] == pid
+    assert store.get_page("0" * 24) is None
+    # re-crawl of the same URL under a new id updates the stored page and keeps its id
+    again = store.save_page(page(store, "http://a.test/1", _id=store.new_page_id(), title="新标题"))
+    assert again == pid and store.get_page(pid)["title"] == "新标题"
+    assert store.pages.count_documents({}) == 1
+
+
+def test_oversized_page_is_truncated_with_reason(store):
+    big = "字" * (7 * 1024 * 1024)  # 21 MB of UTF-8
+    pid = store.save_page(page(store, "http://a.test/big", text=big))
+    got = store.get_page(pid)
+    assert 0 < len(got["text"]) < len(big) and big.startswith(got["text"])
+    assert got["truncated"]["original_chars"] == len(big) and "16 MB" in got["truncated"]["reason"]
+    with pytest.raises(BadDocument, match="16 MB"):
+        store.save_page(page(store, "http://a.test/big2", title="x" * (17 * 1024 * 1024)))
+    assert store.page_by_url("http://a.test/big2") is None
+
+
+@pytest.mark.parametrize("bad", [
+    {"text": "ok\ud800bad"},                 # lone surrogate
+    {"text": b"\xff\xfe not utf-8"},
+    {"$where": "x"},
+    {"a.b": 1},
+    {"meta": {"$x": 1}},
+    {"url": ""},
+])
+def test_bad_documents_are_refused_clearly(store, bad):
+    with pytest.raises(BadDocument):
+        store.save_page({**page(store, "http://a.test/bad"), **bad})
+    assert store.pages.count_documents({}) == 0
+
+
+def test_odd_urls_and_ids_are_fine(store):
+    url = "http://a.test/路径?q=*[x]&a=$1#frag"
+    pid = store.save_page(page(store, url, _id="custom:id*[1]"))
+    assert pid == "custom:id*[1]" and store.page_by_url(url)["id"] == pid
+    r = store.check_and_insert(pid, "e" * 32, 12345)
+    assert r.kind == "new" and store.check_and_insert("x", "e" * 32, 12345).original_id == pid
+
+
+def test_duplicates_and_runs(store):
+    orig = store.save_page(page(store, "http://a.test/o"))
+    store.record_duplicate({"url": "http://b.test/c", "original_id": orig, "original_url": "http://a.test/o",
+                            "method": "near", "distance": 2, "site": "b.test", "title": "t"})
+    store.record_duplicate({"url": "http://b.test/c", "original_id": orig, "method": "exact", "distance": 0})
+    dups = store.duplicates_of(orig)
+    assert len(dups) == 1 and dups[0]["method"] == "exact"
+    with pytest.raises(BadDocument):
+        store.record_duplicate({"url": "http://b.test/d", "original_id": orig, "method": "fuzzy"})
+    rid = store.start_run("news")
+    store.finish_run(rid, {"pages": 3, "duplicates": 1})
+    run = store.list_runs()[0]
+    assert run["id"] == rid and run["counts"]["pages"] == 3 and run["finished"] >= run["started"]
+
+
+def test_sources_and_seed_index(store):
+    assert store.add_source("s1", "作品一", "一二三四五", author="甲") is True
+    assert store.add_source("s1", "作品一", "一二三四五") is False
+    assert store.add_source("s1", "作品一", "一二三四五六") is True
+    assert [s["id"] for s in store.list_sources()] == ["s1"] and "text" not in store.list_sources()[0]
+    assert store.get_source("s1")["text"] == "一二三四五六"
+    idx = store.seed_index()
+    idx.add("s1", [(2**64 - 1, 0), (7, 3), (7, 9)])
+    idx.add("s2", [(7, 1)])
+    assert idx.lookup([7, 2**64 - 1, 8]) == {7: [("s1", 3), ("s1", 9), ("s2", 1)], 2**64 - 1: [("s1", 0)]}
+    idx.add("s1", [(8, 5)])  # re-adding replaces
+    assert idx.lookup([7, 8, 2**64 - 1]) == {7: [("s2", 1)], 8: [("s1", 5)]}
+    assert store.remove_source("s1") is True and store.remove_source("s1") is False
+    assert idx.lookup([8]) == {} and store.get_source("s1") is None
+
+
+def test_matches_upsert_review_list(store):
+    ids = [store.upsert_match({"suspect_url": f"http://x.test/{i}", "source_id": "s1", "site": "x.test" if i % 2
+                               else "y.test", "score": i / 10, "suspect_spans": [[0, 5]]}) for i in range(10)]
+    assert store.review_match(ids[9], "confirm", "ann", "clear copy")["status"] == "confirmed"
+    # a re-crawl refreshes the score but keeps the review
+    again = store.upsert_match({"suspect_url": "http://x.test/9", "source_id": "s1", "score": 0.95, "status": "new"})
+    assert again == ids[9]
+    m = store.get_match(ids[9])
+    assert (m["status"], m["score"], m["reviewer"], len(m["history"])) == ("confirmed", 0.95, "ann", 1)
+    store.review_match(ids[8], "dismiss", "bob")
+    res = store.list_matches({"status": "new"}, sort="-score", page=1, per_page=3)
+    assert res["total"] == 8 and res["pages"] == 3 and [d["score"] for d in res["items"]] == [0.7, 0.6, 0.5]
+    res = store.list_matches({"site": "x.test", "min_score": 0.3}, sort="score")
+    assert [d["score"] for d in res["items"]] == [0.3, 0.5, 0.7, 0.95]
+    assert store.list_matches({"status": ["confirmed", "dismissed"]})["total"] == 2
+    assert store.list_matches({"q": "x.test/1"})["total"] == 1
+    assert store.list_matches({"since": dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)})["total"] == 0
+    with pytest.raises(ValueError):
+        store.review_match(ids[0], "approve", "ann")
+    with pytest.raises(ValueError):
+        store.list_matches(sort="-text")
+    assert store.review_match("0" * 24, "confirm", "ann") is None
+
+
+def test_status(store):
+    store.save_page(page(store, "http://a.test/s"))
+    st = store.status()
+    assert st["mongo"]["ok"] and st["redis"]["ok"] and st["counts"]["pages"] == 1
+    assert st["db_name"] == store.config.db_name and st["spool"]["entries"] == 0

@@ -1,0 +1,124 @@
+"""Embedded servers: shared by several processes, stale pid files cleaned, data kept across restarts, CLI."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from storage import StoreConfig, open_store
+from storage import servers as srv
+
+ROOT = Path(__file__).resolve().parents[2]
+OPEN_AND_SAVE = """
+import json, sys
+from storage import StoreConfig, open_store
+st = open_store(StoreConfig(var_dir=sys.argv[1], db_name="shared"))
+pid = st.new_page_id()
+st.check_and_insert(pid, "%032x" % int(sys.argv[2]), int(sys.argv[2]) * 0x5555_3333_0F0F_00FF)
+st.save_page({"_id": pid, "url": "http://t/" + sys.argv[2], "simhash": int(sys.argv[2]) * 0x5555_3333_0F0F_00FF,
+              "content_hash": "%032x" % int(sys.argv[2])})
+print(json.dumps({n: open(f"{sys.argv[1]}/run/{n}.pid").read().strip() for n in ("redis", "mongo")}))
+st.close()
+"""
+
+
+def env(var: Path) -> dict:
+    e = {k: v for k, v in os.environ.items() if k not in ("MONGO_URI", "REDIS_URL")}
+    e["ZHDEDUP_VAR"] = str(var)
+    e["ZHDEDUP_DB"] = "shared"
+    return e
+
+
+def cli(var: Path, *args: str, monkeypatch=None, capsys=None) -> subprocess.CompletedProcess:
+    """Run `python -m storage ARGS`: in this process when given monkeypatch/capsys (faster), else as a child."""
+    if monkeypatch is None:
+        return subprocess.run([sys.executable, "-m", "storage", *args], cwd=ROOT, env=env(var),
+                              capture_output=True, text=True, timeout=120)
+    from storage.__main__ import main
+
+    for k, v in env(var).items():
+        monkeypatch.setenv(k, v)
+    for k in ("MONGO_URI", "REDIS_URL"):
+        monkeypatch.delenv(k, raising=False)
+    capsys.readouterr()
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, rc, out.out, out.err)
+
+
+def test_processes_share_servers_and_data_survives_restart(tmp_path, monkeypatch, capsys):
+    var = tmp_path / "var"
+    kw = dict(monkeypatch=monkeypatch, capsys=capsys)
+    try:
+        # two processes (a crawl and the admin) start at the same moment: one pair of servers
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AND_SAVE, str(var), str(n)], cwd=ROOT, env=env(var),
+                                  stdout=subprocess.PIPE, text=True) for n in (1, 2)]
+        pids = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+        assert pids[0] == pids[1]
+        # the servers outlive the processes that started them; a third one reuses them
+        out = cli(var, "status", "--json")
+        st = json.loads(out.stdout)
+        assert out.returncode == 0 and st["mongo"]["ok"] and st["redis"]["ok"] and st["mongo"]["embedded"]
+        assert str(st["redis"]["pid"]) == pids[0]["redis"]
+        assert cli(var, "stop", **kw).returncode == 0
+        assert not srv.pid_alive(int(pids[0]["redis"])) and not srv.pid_alive(int(pids[0]["mongo"]))
+        down = cli(var, "status")
+        assert down.returncode == 1 and "DOWN" in down.stdout and "Traceback" not in down.stderr
+        # restart on the same data: pages and the index are still there
+        with open_store(StoreConfig(var_dir=str(var), db_name="shared")) as store:
+            assert store.pages.count_documents({}) == 2
+            assert store.index.count() == 2
+            assert store.lookup("%032x" % 1, 0).kind == "exact"
+        st = json.loads(cli(var, "status", "--json", **kw).stdout)
+        assert st["counts"]["pages"] == 2 and st["index"]["pages"] == 2
+        assert json.loads(cli(var, "purge", "--url", "http://t/1", **kw).stdout)["pages"] == 1
+        assert "indexed 1 pages" in cli(var, "rebuild-index", **kw).stdout
+    finally:
+        srv.stop(var)
+
+
+def test_stale_pid_and_port_files_are_cleaned(tmp_path):
+    var = tmp_path / "var"
+    run = var / "run"
+    run.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (run / "redis.pid").write_text(f"{dead.pid}\n")     # crashed: pid gone
+    (run / "redis.port").write_text(f"{port}\n")
+    (run / "mongo.pid").write_text(f"{os.getpid()}\n")  # pid reused by an unrelated process
+    (run / "mongo.port").write_text("1\n")
+    try:
+        infos = srv.ensure_all(var)
+        assert all(i.running for i in infos.values())
+        assert infos["redis"].pid != dead.pid and infos["mongo"].pid != os.getpid()
+        assert infos["redis"].port == port                  # same port when it is free
+        assert int((run / "mongo.pid").read_text()) == infos["mongo"].pid
+        assert srv.ensure(var, "redis").pid == infos["redis"].pid  # reused, not restarted
+    finally:
+        srv.stop(var)
+    assert not (run / "redis.pid").exists()
+
+
+def test_cli_errors_are_one_line(tmp_path, servers):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    e = env(tmp_path)
+    e.update(MONGO_URI=f"mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=500", REDIS_URL=servers.redis_url)
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "storage", "rebuild-index"], cwd=ROOT, env=e,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: MongoDB is unavailable") and "MONGO_URI" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "storage", "status", "--json"], cwd=ROOT, env=e,
+                         capture_output=True, text=True, timeout=60)
+    st = json.loads(out.stdout)
+    assert out.returncode == 1 and not st["mongo"]["ok"] and not st["mongo"]["embedded"] and st["redis"]["ok"]
+    assert time.monotonic() - t0 < 30
