@@ -1,7 +1,7 @@
 """Registering works in the source library, shared by the CLI and the Sources page.
 
-`register_source` is the one place a work enters the library; the lead extends it to segment and
-index works for the matcher (`fingerprint.matcher`). Ids are stable: a .jsonl line's own id, or for
+`register_source` is the one place a work enters the library (storage.sources.SourceLibrary cuts it
+into segments and indexes their seeds for the matcher). Ids are stable: a .jsonl line's own id, or for
 a .txt file a hash of its normalised text, so re-adding the same work never duplicates it.
 """
 from __future__ import annotations
@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from fingerprint import content_hash
+from storage.sources import SourceLibrary
 
 
 MAX_WORK_CHARS = 20_000_000
@@ -20,10 +23,6 @@ class SourceError(ValueError):
 
 def work_id(text: str) -> str:
     """A stable id for a work without one: the fingerprint content hash of its normalised text."""
-    try:
-        from fingerprint import content_hash
-    except ImportError:  # package __init__ not exporting it yet
-        from fingerprint.exact import content_hash
     return "txt-" + content_hash(text)[:20]
 
 
@@ -85,15 +84,13 @@ def load_paths(paths: Iterable[str]) -> list[dict[str, Any]]:
 
 def register_source(store: Any, id: str | None, text: str, title: str | None = None,
                     author: str | None = None, url: str | None = None) -> tuple[str, bool]:
-    """Store one work (id derived from the text when missing); returns (id, newly added).
-
-    The lead wires segmentation and matcher indexing (`fingerprint.matcher`) in here.
-    """
+    """Store one work (id derived from the text when missing), segmented and indexed for the matcher;
+    returns (id, newly added)."""
     if not text or not text.strip():
         raise SourceError("a work needs text")
     if len(text) > MAX_WORK_CHARS:
         raise SourceError(f"work is larger than {MAX_WORK_CHARS} characters")
     work = text_work(title or "pasted.txt", text) if not id else {"id": id, "title": title or id}
     sid = str(work["id"])
-    added = store.add_source(sid, title or work["title"], text, author=author, url=url)
+    added = SourceLibrary(store).register(sid, title or work["title"], text, author=author, url=url)
     return sid, bool(added)

@@ -83,20 +83,14 @@ def register_novel(base_url: str) -> str:
     """The rights holder registers the demo novel's chapters in the source library (for matching)."""
     from crawler.demo_site.content import BOOK
     from storage import StoreConfig, open_store
+    from storage.sources import SourceLibrary
 
-    try:
-        from fingerprint.matcher import CopyMatcher
-    except ImportError:
-        return "fingerprint.matcher not available: no source library"
     store = open_store(StoreConfig.from_env())
     try:
-        matcher = CopyMatcher(store.seed_index(), lambda sid: (store.get_source(sid) or {}).get("text"))
+        library = SourceLibrary(store)
         for i, (title, paragraphs) in enumerate(BOOK["chapters"], 1):
-            text = "\n".join(paragraphs)
-            sid = f"demo-dengta-{i:02d}"
-            store.add_source(sid, f"{BOOK['title']} {title}", text, author=BOOK["author"],
-                             url=f"{base_url}/book/7/{i}.html")
-            matcher.add_source(sid, text)
+            library.register(f"demo-dengta-{i:02d}", f"{BOOK['title']} {title}", "\n".join(paragraphs),
+                             author=BOOK["author"], url=f"{base_url}/book/7/{i}.html")
     finally:
         store.close()
     return f"registered {len(BOOK['chapters'])} chapters of 《{BOOK['title']}》 as sources"

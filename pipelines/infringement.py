@@ -10,6 +10,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
 from pipelines._store import run_blocking, store_for
+from storage.sources import SourceLibrary
 
 logger = logging.getLogger(__name__)
 SOURCES_RECHECK = 30.0  # seconds between "is the source library still empty?" checks
@@ -20,15 +21,11 @@ class InfringementPipeline:
     source not licensed to the page's site becomes a match record for review. Never drops items."""
 
     def __init__(self, crawler, min_score: float) -> None:
-        try:
-            from fingerprint.matcher import CopyMatcher
-        except ImportError as exc:  # guarded until fingerprint.matcher exists
-            raise NotConfigured(f"fingerprint.matcher is not available ({exc}); infringement checks off")
         self.crawler = crawler
         self.min_score = min_score
         self.store = store_for(crawler)
         self.source = lru_cache(maxsize=512)(self._load_source)
-        self.matcher = CopyMatcher(self.store.seed_index(), lambda sid: (self.source(sid) or {}).get("text"))
+        self.library = SourceLibrary(self.store)
         self._has_sources: tuple[float, bool] = (0.0, True)
 
     @classmethod
@@ -62,20 +59,18 @@ class InfringementPipeline:
     def _matches(self, item: dict) -> list[dict]:
         """Match records for one page (runs in a store thread: Redis lookups and CPU work)."""
         records = []
-        for m in self.matcher.match(item["text"]):
-            source = self.source(m.source_id) or {}
-            if self._licensed(m.source_id, source, item.get("site")):
+        for m in self.library.match(item["text"]):
+            source = self.source(m["source_id"]) or {}
+            if self._licensed(m["source_id"], source, item.get("site")):
                 self.crawler.stats.inc_value("zhdedup/matches_licensed")
                 continue
-            if float(m.score) < self.min_score:
+            if m["score"] < self.min_score:
                 continue
             records.append({
                 "suspect_url": item["url"], "suspect_page_id": item.get("page_id"), "site": item.get("site"),
-                "title": item.get("title"), "fetched": item.get("fetched"), "source_id": m.source_id,
-                "source_title": source.get("title"), "score": float(m.score),
-                "copied_chars": int(getattr(m, "copied_chars", 0)), "source_coverage": float(m.source_coverage), "suspect_coverage": float(m.suspect_coverage),
-                "source_spans": [list(s) for s in m.source_spans],
-                "suspect_spans": [list(s) for s in m.suspect_spans], "methods": list(m.methods)})
+                "title": item.get("title"), "fetched": item.get("fetched"), **m,
+                "source_spans": [list(s) for s in m["source_spans"]],
+                "suspect_spans": [list(s) for s in m["suspect_spans"]]})
         for record in records:
             self.store.upsert_match(record)
         return records

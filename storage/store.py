@@ -43,7 +43,7 @@ HINTS = {
              "(start MongoDB with `mongod`)",
 }
 SERVER_NAMES = {"redis": "Redis", "mongo": "MongoDB"}
-MATCH_STATUSES = {"confirm": "confirmed", "dismiss": "dismissed", "reopen": "new"}
+MATCH_STATUSES = {"confirm": "confirmed", "dismiss": "dismissed", "license": "licensed", "reopen": "new"}
 MATCH_SORTS = {"score", "created", "updated", "site", "status", "source_id", "suspect_url"}
 
 
@@ -430,10 +430,19 @@ class Store:
         return _out(self._retry("mongo", self.sources.find_one, {"_id": source_id}))
 
     def remove_source(self, source_id: str) -> bool:
-        """Forget a work and its seeds in the Redis seed index; True if it existed."""
+        """Forget a work and its segments' seeds in the Redis seed index; True if it existed."""
+        doc = self._retry("mongo", self.sources.find_one, {"_id": source_id}, {"segments": 1})
+        index = self.seed_index()
+        for seg_id in [source_id] + [s["id"] for s in (doc or {}).get("segments") or []]:
+            self._retry("redis", index.remove, seg_id)
         res = self._retry("mongo", self.sources.delete_one, {"_id": source_id})
-        self._retry("redis", self.seed_index().remove, source_id)
         return res.deleted_count > 0
+
+    def is_licensed(self, source_id: str, site: str | None) -> bool:
+        """Has a reviewer licensed this site for this source (admin: "license the whole site")?"""
+        if not site:
+            return False
+        return self._retry("mongo", self.db.licenses.find_one, {"_id": f"{source_id}|{site}"}) is not None
 
     def seed_index(self) -> RedisSeedIndex:
         """The copy matcher's seed index (SeedIndex protocol) in Redis."""
@@ -529,10 +538,14 @@ class Store:
                 yield str(d["_id"]), d["content_hash"], to_unsigned64(d["simhash"])
 
     def rebuild_index(self) -> int:
-        """Rebuild the Redis dedup index from MongoDB (after a Redis loss or a parameter change)."""
+        """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change)."""
+        from storage.sources import SourceLibrary
+
         self._retry("redis", self.index.clear)
         n = self._retry("redis", self.index.add_many, self._indexable())
         self._retry("redis", self.index.mark_layout)
+        self._retry("redis", self.seed_index().clear)
+        SourceLibrary(self).reindex()
         return n
 
     def reconcile_index(self, exclude: set[str] | None = None) -> int:

@@ -21,11 +21,10 @@ def crawled(module_store, sites):
     """Crawl the novel, register chapter 2 as a source, then crawl the pirate copy."""
     store, crawl = module_store
     z = crawl("fiction", toc=sites.base("z") + "/book/1/")
-    from fingerprint.matcher import CopyMatcher
+    from storage.sources import SourceLibrary
 
     text = "\n".join(BOOK["chapters"][1][1])
-    store.add_source(SOURCE_ID, "灯塔守夜人 第二章", text, author="沈青禾")
-    CopyMatcher(store.seed_index(), lambda sid: (store.get_source(sid) or {}).get("text")).add_source(SOURCE_ID, text)
+    SourceLibrary(store).register(SOURCE_ID, "灯塔守夜人 第二章", text, author="沈青禾")
     p = crawl("fiction", toc=sites.base("p") + "/read/9/")
     return store, z, p
 
