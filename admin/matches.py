@@ -41,7 +41,8 @@ def texts_for(match: dict) -> tuple[str, str, dict | None, dict | None]:
     store = get_store()
     source = _safe_get(store.get_source, match.get("source_id"))
     page = _safe_get(store.get_page, match.get("suspect_page_id"))
-    return (str((source or {}).get("text") or ""), str((page or {}).get("text") or ""), source, page)
+    suspect = (page or {}).get("text") or match.get("suspect_text") or ""  # dropped duplicates: kept in the match
+    return (str((source or {}).get("text") or ""), str(suspect), source, page)
 
 
 def _safe_get(fn: Any, key: Any) -> dict | None:
@@ -117,7 +118,7 @@ def _export_rows(mq: Any) -> Iterator[dict]:
                 "source_id": sid, "source_title": m.get("source_title"), "score": m.get("score"),
                 "source_coverage": m.get("source_coverage"), "suspect_coverage": m.get("suspect_coverage"),
                 "methods": list(m.get("methods") or []), "reviewer": m.get("reviewer"), "note": m.get("note"),
-                "passages": passages(m, sources[sid], texts.get(str(m.get("suspect_page_id")), "")),
+                "passages": passages(m, sources[sid], texts.get(str(m.get("suspect_page_id"))) or m.get("suspect_text") or ""),
             }
 
 

@@ -41,6 +41,7 @@ class PageItem(TypedDict, total=False):
     simhash: Any
     content_hash: Any
     dna: Any
+    sketch: list[int]  # passage sketch: the third dedup step (fingerprint.neardup)
     fp_version: Any
     length: Any
     # set by DedupPipeline / InfringementPipeline

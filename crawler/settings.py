@@ -54,6 +54,9 @@ HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
 # --- Pause and resume --------------------------------------------------------------------------
 # Scrapy keeps its scheduler queue and seen-request fingerprints on disk when JOBDIR is set:
 #   scrapy crawl news -s JOBDIR=var/jobs/news-1      (Ctrl-C once, then run the same command to resume)
+# Scrapy's JOBDIR state is only consistent after a clean stop, so crawler.resume adds a write-ahead
+# journal of the frontier (JOBDIR/frontier.journal): after a SIGKILL the same command re-queues the
+# requests that were not finished and skips the finished ones (docs/operations.md).
 # Content dedup does not depend on JOBDIR: the store's check-and-insert is persistent and atomic.
 JOBDIR = os.environ.get("ZHDEDUP_JOBDIR") or None
 
@@ -62,7 +65,8 @@ JOBDIR = os.environ.get("ZHDEDUP_JOBDIR") or None
 # scheduler queue and the URL dupefilter into the store's Redis (scrapy-redis, crawler/distributed.py),
 # so several `scrapy crawl` processes split one crawl. Details: docs/scale-out.md.
 ZHDEDUP_DISTRIBUTED = False
-ADDONS = {"crawler.distributed.DistributedAddon": 0}  # does nothing unless distributed mode is on
+ADDONS = {"crawler.distributed.DistributedAddon": 0,  # does nothing unless distributed mode is on
+          "crawler.resume.ResumeAddon": 1}             # journaled scheduler whenever JOBDIR is set
 
 # --- Remote control --------------------------------------------------------------------------
 # Scrapy 2.19 opens a local control port by default. We turn it off: a crawler that runs unattended on
@@ -75,18 +79,21 @@ TELNETCONSOLE_ENABLED = False   # same reasoning: no listening ports by default
 ITEM_PIPELINES = {
     "pipelines.extract.ExtractPipeline": 100,
     "pipelines.fingerprint.FingerprintPipeline": 200,
+    # before dedup: a pirate copy of a page crawled earlier is dropped as a duplicate, yet still reported
+    "pipelines.infringement.InfringementPipeline": 250,
     "pipelines.dedup.DedupPipeline": 300,
-    "pipelines.infringement.InfringementPipeline": 400,
     "pipelines.store.StorePipeline": 500,
 }
 EXTENSIONS = {
     "crawler.extensions.CrawlSummary": 500,
+    "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
 }
 ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k between 64-bit SimHashes
 ZHDEDUP_INFRINGEMENT = True     # compare every kept page with the registered source library
 ZHDEDUP_MIN_MATCH_SCORE = 0.0   # matches below this score are not recorded
 ZHDEDUP_PROFILES = ""           # extra profile files (comma separated) besides crawler/profiles/*
 ZHDEDUP_REPORT = ""             # write a JSON summary of the crawl (kept and dropped URLs) here
+ZHDEDUP_REPORT_MAX_ENTRIES = 100_000  # URLs listed per kept/dropped list in that report (the rest counted)
 ZHDEDUP_STORE = {}              # overrides for StoreConfig.from_env, e.g. -s 'ZHDEDUP_STORE={"db_name": "t"}'
 ZHDEDUP_STORE_THREADS = 4       # threads for blocking store calls, so downloads go on meanwhile
 ZHDEDUP_FINGERPRINT_WORKERS = 0 # >0: fingerprint in that many worker processes (0: inline, ~1 ms/page)

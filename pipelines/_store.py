@@ -42,12 +42,18 @@ class _StoreHolder:
     """Owns the store of one crawler and its lifecycle (start_run on open, finish_run and close on close)."""
 
     def __init__(self, crawler) -> None:
-        from storage import StoreConfig, open_store
+        from storage import StorageError, StoreConfig, open_store
 
         self.crawler = crawler
         overrides = dict(crawler.settings.getdict("ZHDEDUP_STORE"))
         overrides.setdefault("simhash_k", crawler.settings.getint("ZHDEDUP_SIMHASH_K", 3))
-        self.store = open_store(StoreConfig.from_env(**overrides))
+        try:
+            self.store = open_store(StoreConfig.from_env(**overrides))
+        except StorageError as exc:
+            # One clear message naming the server or path and the fix, not a stack trace; exit code 2.
+            # Nothing has been fetched or written yet, so stopping here loses nothing.
+            logger.critical("cannot open the store: %s", exc)
+            raise SystemExit(2) from None
         self.executor = ThreadPoolExecutor(max_workers=crawler.settings.getint("ZHDEDUP_STORE_THREADS", 4),
                                            thread_name_prefix="zhdedup-store")
         self.run_id: Any = None

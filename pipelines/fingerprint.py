@@ -1,4 +1,4 @@
-"""FingerprintPipeline: SimHash, exact-content hash and pinyin DNA of the extracted text."""
+"""FingerprintPipeline: SimHash, exact-content hash, pinyin DNA and passage sketch of the extracted text."""
 from __future__ import annotations
 
 import asyncio
@@ -15,14 +15,12 @@ logger = logging.getLogger(__name__)
 
 def compute(text: str) -> dict[str, Any]:
     """Fingerprints of one text as plain item fields (module-level so worker processes can run it)."""
-    try:
-        from fingerprint import fingerprint_text
-    except ImportError:  # older layout: not re-exported yet
-        from fingerprint.document import fingerprint_text
+    from fingerprint import fingerprint_text
+    from fingerprint.neardup import sketch
 
     fp = fingerprint_text(text)
     return {"simhash": int(fp.simhash), "content_hash": fp.content_hash, "dna": list(fp.dna),
-            "fp_version": fp.version, "length": fp.length}
+            "sketch": sketch(text), "fp_version": fp.version, "length": fp.length}
 
 
 def _warm_up() -> None:
@@ -31,7 +29,7 @@ def _warm_up() -> None:
 
 
 class FingerprintPipeline:
-    """Adds simhash, content_hash, dna, fp_version and length; drops items without text.
+    """Adds simhash, content_hash, dna, sketch, fp_version and length; drops items without text.
 
     ZHDEDUP_FINGERPRINT_WORKERS = N > 0 fingerprints in N worker processes, so tokenizing runs on
     another core while this one downloads and extracts; 0 fingerprints inline.

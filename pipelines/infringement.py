@@ -14,6 +14,7 @@ from storage.sources import SourceLibrary
 
 logger = logging.getLogger(__name__)
 SOURCES_RECHECK = 30.0  # seconds between "is the source library still empty?" checks
+SUSPECT_TEXT_MAX = 200_000  # characters of the page kept in its match record
 
 
 class InfringementPipeline:
@@ -69,6 +70,8 @@ class InfringementPipeline:
             records.append({
                 "suspect_url": item["url"], "suspect_page_id": item.get("page_id"), "site": item.get("site"),
                 "title": item.get("title"), "fetched": item.get("fetched"), **m,
+                # the page itself may be dropped next as a duplicate: the reviewer still sees what it said
+                "suspect_text": item["text"][:SUSPECT_TEXT_MAX],
                 "source_spans": [list(s) for s in m["source_spans"]],
                 "suspect_spans": [list(s) for s in m["suspect_spans"]]})
         for record in records:

@@ -359,3 +359,92 @@ class RedisSeedIndex:
     def clear(self) -> int:
         """Delete the whole seed index."""
         return delete_matching(self.r, [_glob(self.prefix) + "seed:*", _glob(self.prefix) + "seeddoc:*"])
+
+
+# The crawl-time dedup's third step (fingerprint.neardup): kept pages' passage sketches.
+# ``sk:{4 hex}`` hash (65,536 buckets by the value's top 16 bits), field = the value's other 6 bytes,
+# value = entries (1-byte id length, page id, 12-digit claim sequence). A claim adds the page and
+# returns, atomically, every other page sharing >= min_shared values with its claim sequence number:
+# a page is only ever compared with pages claimed before it, so two crawlers racing on two copies
+# never both drop (the later one is the copy) and never both keep what the verification calls a copy.
+SKETCH_CLAIM_LUA = r"""
+local prefix, pid, min_shared = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local seq = redis.call('INCR', prefix .. 'skseq')
+local counts, seqs, order = {}, {}, {}
+for i = 4, #ARGV do
+  local v = ARGV[i]
+  local key = prefix .. 'sk:' .. string.format('%02x%02x', string.byte(v, 1, 2))
+  local field = string.sub(v, 3)
+  local cur = redis.call('HGET', key, field) or ''
+  local pos, mine = 1, false
+  while pos <= #cur do
+    local n = string.byte(cur, pos)
+    local id = string.sub(cur, pos + 1, pos + n)
+    local s = tonumber(string.sub(cur, pos + 1 + n, pos + n + 12))
+    pos = pos + n + 13
+    if id == pid then
+      mine = true
+      if s < seq then seq = s end
+    else
+      if counts[id] == nil then counts[id] = 0; seqs[id] = s; table.insert(order, id) end
+      counts[id] = counts[id] + 1
+    end
+  end
+  if not mine then
+    redis.call('HSET', key, field, cur .. string.char(#pid) .. pid .. string.format('%012d', seq))
+  end
+end
+local out = {seq}
+for _, id in ipairs(order) do
+  if counts[id] >= min_shared then
+    table.insert(out, id); table.insert(out, counts[id]); table.insert(out, seqs[id])
+  end
+end
+return out
+"""
+
+SKETCH_UNCLAIM_LUA = r"""
+local prefix, pid = ARGV[1], ARGV[2]
+for i = 3, #ARGV do
+  local v = ARGV[i]
+  local key = prefix .. 'sk:' .. string.format('%02x%02x', string.byte(v, 1, 2))
+  local field = string.sub(v, 3)
+  local cur = redis.call('HGET', key, field)
+  if cur then
+    local kept, pos = {}, 1
+    while pos <= #cur do
+      local n = string.byte(cur, pos)
+      if string.sub(cur, pos + 1, pos + n) ~= pid then table.insert(kept, string.sub(cur, pos, pos + n + 12)) end
+      pos = pos + n + 13
+    end
+    if #kept == 0 then redis.call('HDEL', key, field) else redis.call('HSET', key, field, table.concat(kept)) end
+  end
+end
+return 1
+"""
+
+
+class RedisSketchIndex:
+    """Kept pages' passage sketches in Redis, with an atomic claim (see SKETCH_CLAIM_LUA)."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.r = client
+        self.prefix = prefix
+        self._claim = client.register_script(SKETCH_CLAIM_LUA)
+        self._unclaim = client.register_script(SKETCH_UNCLAIM_LUA)
+
+    def claim(self, page_id: str, values: Sequence[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
+        """Add a page's sketch; returns (its claim number, [(other page, shared values, its claim number)])."""
+        res = self._claim(args=[self.prefix, encode_id(page_id), min_shared,
+                                *[(v & MASK64).to_bytes(8, "big") for v in values]])
+        seq, rest = int(res[0]), res[1:]
+        return seq, [(decode_id(rest[i]), int(rest[i + 1]), int(rest[i + 2])) for i in range(0, len(rest), 3)]
+
+    def unclaim(self, page_id: str, values: Sequence[int]) -> None:
+        """Take a page's sketch out (a copy found after its claim, a purge)."""
+        if values:
+            self._unclaim(args=[self.prefix, encode_id(page_id), *[(v & MASK64).to_bytes(8, "big") for v in values]])
+
+    def clear(self) -> int:
+        """Delete every sketch."""
+        return delete_matching(self.r, [_glob(self.prefix) + "sk:*"], [self.prefix + "skseq"])

@@ -25,7 +25,7 @@ from pymongo.errors import AutoReconnect, ConnectionFailure, DuplicateKeyError, 
 from . import servers as srv
 from .config import StoreConfig
 from .errors import BadDocument, StorageUnavailable
-from .redis_index import DedupResult, RedisSeedIndex, SimHashIndex, delete_matching, _glob
+from .redis_index import DedupResult, RedisSeedIndex, RedisSketchIndex, SimHashIndex, delete_matching, _glob
 from .spool import Spool
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,8 @@ def _out(doc: dict | None) -> dict | None:
     doc["id"] = doc["_id"]
     if isinstance(doc.get("simhash"), int):
         doc["simhash"] = to_unsigned64(doc["simhash"])
+    if isinstance(doc.get("sketch"), list):
+        doc["sketch"] = [to_unsigned64(v) for v in doc["sketch"]]
     if isinstance(doc.get("dna"), list):
         doc["dna"] = [int(x) if isinstance(x, str) else x for x in doc["dna"]]
     return doc
@@ -171,6 +173,7 @@ class Store:
         self.redis = redis.Redis.from_url(self.redis_url, socket_timeout=max(t, 5.0), socket_connect_timeout=t,
                                           retry=Retry(NoBackoff(), 0))
         self.index = SimHashIndex(self.redis, self.config.key_prefix)
+        self.sketches = RedisSketchIndex(self.redis, self.config.key_prefix)
 
     def _restart(self, name: str) -> None:
         """Restart a dead embedded server (same data, same port when free) and reconnect to it."""
@@ -275,6 +278,23 @@ class Store:
                         content_hash if res.kind == "exact" else None)
         return res
 
+    def claim_sketch(self, page_id: str, values: list[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
+        """Add a kept page's passage sketch; (its claim number, earlier-or-later pages sharing values).
+
+        With Redis away the page is simply not compared by passages (logged): SimHash and the exact
+        hash still ran, and the spool replays those.
+        """
+        try:
+            return self._retry("redis", self.sketches.claim, page_id, values, min_shared)
+        except StorageUnavailable:
+            log.warning("Redis unavailable: page %s not checked for shared passages", page_id)
+            return 0, []
+
+    def forget_copy(self, page_id: str, content_hash: str, simhash: int, sketch: list[int]) -> None:
+        """Undo a page's index entries after it turned out to be a copy (third dedup step)."""
+        self._retry("redis", self.sketches.unclaim, page_id, sketch)
+        self._retry("redis", self.index.remove, page_id, content_hash, simhash)
+
     def _is_phantom(self, page_id: str | None) -> bool:
         """True for an index entry older than phantom_seconds whose page MongoDB does not have."""
         if not page_id or not (ObjectId.is_valid(page_id) and len(page_id) == 24):
@@ -318,6 +338,8 @@ class Store:
             d["simhash"] = to_signed64(sh) if sh >= 0 else sh
         if d.get("dna") is not None:
             d["dna"] = [int(x) if -(2**63) <= int(x) <= INT64_MAX else str(int(x)) for x in d["dna"]]
+        if d.get("sketch") is not None:
+            d["sketch"] = [to_signed64(int(v)) for v in d["sketch"]]
         d["fetched"] = Store._date(d["fetched"]) if d.get("fetched") else now()
         return fit_bson(d)
 
@@ -357,11 +379,11 @@ class Store:
         return _out(self._retry("mongo", self.pages.find_one, {"url": url}))
 
     def record_duplicate(self, doc: dict) -> None:
-        """Remember that doc['url'] copies doc['original_id'] (method exact|near, distance); upsert by url."""
+        """Remember that doc["url"] copies doc["original_id"] (method exact|near|passages, distance); upsert by url."""
         if not doc.get("url") or not doc.get("original_id"):
             raise BadDocument("a duplicate needs 'url' and 'original_id'")
-        if doc.get("method", "near") not in ("exact", "near"):
-            raise BadDocument(f"duplicate method must be 'exact' or 'near', not {doc.get('method')!r}")
+        if doc.get("method", "near") not in ("exact", "near", "passages"):
+            raise BadDocument(f"duplicate method must be exact, near or passages, not {doc.get('method')!r}")
         d = {k: v for k, v in doc.items() if k not in ("_id", "id")}
         _check_keys(d)
         _check_text(d, ("url", "original_url", "site", "title"))
@@ -546,6 +568,16 @@ class Store:
         self._retry("redis", self.index.mark_layout)
         self._retry("redis", self.seed_index().clear)
         SourceLibrary(self).reindex()
+        self._retry("redis", self.sketches.clear)
+        self._reclaim_sketches()
+        return n
+
+    def _reclaim_sketches(self) -> int:
+        """Re-add kept pages' passage sketches from MongoDB, oldest first (claim order = page order)."""
+        n = 0
+        for d in self.pages.find({"sketch": {"$type": "array"}}, {"_id": 1, "sketch": 1}).sort("fetched", 1):
+            self._retry("redis", self.sketches.claim, str(d["_id"]), [to_unsigned64(v) for v in d["sketch"]], 10 ** 6)
+            n += 1
         return n
 
     def reconcile_index(self, exclude: set[str] | None = None) -> int:
@@ -561,6 +593,8 @@ class Store:
             return 0
         log.warning("Redis index has %s pages, MongoDB %s: re-adding from MongoDB", indexed, stored)
         self._retry("redis", self.index.add_many, (p for p in self._indexable() if p[0] not in exclude))
+        if not self._retry("redis", self.redis.exists, f"{self.config.key_prefix}skseq"):
+            self._reclaim_sketches()
         return stored - (indexed or 0)
 
     @staticmethod
@@ -589,13 +623,15 @@ class Store:
         counts = {"pages": 0, "duplicates": 0, "matches": 0}
         while True:  # in batches, so a purge of millions of pages never builds one huge query
             batch = self._retry("mongo", list, self.pages.find(q, {"_id": 1, "url": 1, "content_hash": 1,
-                                                                   "simhash": 1}).limit(1000))
+                                                                   "simhash": 1, "sketch": 1}).limit(1000))
             if not batch:
                 break
             for d in batch:
                 if isinstance(d.get("content_hash"), str) and isinstance(d.get("simhash"), int):
                     self._retry("redis", self.index.remove, str(d["_id"]), d["content_hash"],
                                 to_unsigned64(d["simhash"]))
+                if d.get("sketch"):
+                    self._retry("redis", self.sketches.unclaim, str(d["_id"]), [to_unsigned64(v) for v in d["sketch"]])
             ids = [d["_id"] for d in batch]
             deleted = self._retry("mongo", self.pages.delete_many, {"_id": {"$in": ids}}).deleted_count
             counts["pages"] += deleted

@@ -53,28 +53,31 @@ def test_next_page_parts_are_joined(crawled, sites):
     assert not any(u.endswith(("_2.html", "_3.html")) for u in stored_urls(store))
 
 
-def test_pirate_copies_are_dropped_or_matched(crawled, sites):
+def test_pirate_copies_are_dropped_and_still_reported(crawled, sites):
     """P's GBK two-part chapter 1 and verbatim chapter 3 are exact duplicates of Z's; its chapter 2,
-    padded with junk lines, is kept but matched to the registered source."""
+    padded with junk lines, is a copy by shared passages: dropped too, yet matched to the registered
+    source (the match keeps the page's text, since the page itself is not stored)."""
     store, _, p = crawled
     z_base, p_base = sites.base("z"), sites.base("p")
     assert duplicates(store) == {
         chapter_url(p_base, "/read/9/", 1): (chapter_url(z_base, "/book/1/", 1), "exact"),
+        chapter_url(p_base, "/read/9/", 2): (chapter_url(z_base, "/book/1/", 2), "passages"),
         chapter_url(p_base, "/read/9/", 3): (chapter_url(z_base, "/book/1/", 3), "exact"),
     }
-    assert stored_urls(store) == {chapter_url(z_base, "/book/1/", n) for n in (1, 2, 3)} | {
-        chapter_url(p_base, "/read/9/", 2)}
+    assert stored_urls(store) == {chapter_url(z_base, "/book/1/", n) for n in (1, 2, 3)}
     matches = list(store.matches.find({}))
     assert [(m["suspect_url"], m["source_id"]) for m in matches] == [(chapter_url(p_base, "/read/9/", 2), SOURCE_ID)]
     assert matches[0]["score"] > 0.5 and matches[0]["suspect_spans"]
-    assert p.counts["matched"] == 1 and p.counts["dropped/exact"] == 2
+    s, e = matches[0]["suspect_spans"][0]
+    assert BOOK["chapters"][1][1][0][:10] in matches[0]["suspect_text"][s:e]
+    assert p.counts["matched"] == 1 and p.counts["dropped/exact"] == 2 and p.counts["dropped/passages"] == 1
 
 
 def test_junk_lines_do_not_fool_the_match(crawled, sites):
     """The matched pirate chapter really carries the junk (so the match is not trivial)."""
     store, _, _ = crawled
-    page = store.page_by_url(chapter_url(sites.base("p"), "/read/9/", 2))
-    assert any(word in page["text"] for word in ("pirate.example", "m.pirate")), PIRATE_JUNK
+    match = store.matches.find_one({"suspect_url": chapter_url(sites.base("p"), "/read/9/", 2)})
+    assert any(word in match["suspect_text"] for word in ("pirate.example", "m.pirate")), PIRATE_JUNK
 
 
 def test_jobdir_resume_does_not_fetch_or_store_again(crawled, sites, tmp_path):

@@ -44,7 +44,7 @@ def test_pipeline_chain_keeps_new_drops_copies_and_skips_licensed_sites(store, s
     crawler.stats.open_spider()
     fp, dedup = FingerprintPipeline.from_crawler(crawler), DedupPipeline.from_crawler(crawler)
     infringe, keep = InfringementPipeline.from_crawler(crawler), StorePipeline.from_crawler(crawler)
-    pipes = [fp, dedup, infringe, keep]
+    pipes = [fp, infringe, dedup, keep]  # the order of crawler/settings.py
     source, licensed = ("\n".join(BOOK["chapters"][n][1]) for n in (0, 1))
     for sid, text in (("src-1", source), ("src-2", licensed)):
         infringe.library.register(sid, sid, text)
@@ -91,5 +91,35 @@ def test_polite_defaults():
     assert s.REMOTE_CONTROL_ENABLED is False and s.TELNETCONSOLE_ENABLED is False
     assert s.DOWNLOAD_MAXSIZE == 16 * 1024 * 1024 and s.DOWNLOAD_WARNSIZE < s.DOWNLOAD_MAXSIZE
     assert "http" in s.USER_AGENT and s.HTTPCACHE_ENABLED is False and s.REDIRECT_MAX_TIMES == 5
-    assert list(s.ITEM_PIPELINES.values()) == [100, 200, 300, 400, 500]
+    order = [name.rsplit(".", 1)[1] for name, _ in sorted(s.ITEM_PIPELINES.items(), key=lambda kv: kv[1])]
+    assert order == ["ExtractPipeline", "FingerprintPipeline", "InfringementPipeline", "DedupPipeline", "StorePipeline"]
     assert s.ZHDEDUP_DISTRIBUTED is False and "crawler.distributed.DistributedAddon" in s.ADDONS
+
+
+def test_copies_simhash_misses_are_dropped_by_shared_passages(store, store_config):
+    """A reordered, re-punctuated reprint is past SimHash's k = 3 but shares its passages."""
+    crawler = crawler_for(store_config)
+    crawler.stats.open_spider()
+    fp, dedup, keep = (FingerprintPipeline.from_crawler(crawler), DedupPipeline.from_crawler(crawler),
+                       StorePipeline.from_crawler(crawler))
+    story = "\n".join(STORIES[1]["paragraphs"])
+    reordered = "广告：专业装修公司，免费上门量房。扫码下载客户端阅读更多\n" + "\n".join(reversed(STORIES[1]["paragraphs"]))
+    other = "\n".join(STORIES[2]["paragraphs"])
+
+    async def scenario():
+        first = await through([fp, dedup, keep], item("http://a.example/2.html", story))
+        copy = await through([fp], item("http://c.example/2.html", reordered))
+        with pytest.raises(DropItem, match=r"^near duplicate of http://a\.example/2\.html \(shared passages cover \d+%\)$"):
+            await through([dedup, keep], copy)
+        kept = await through([fp, dedup, keep], item("http://a.example/3.html", other))
+        return first, copy, kept
+
+    first, copy, kept = asyncio.run(scenario())
+    from fingerprint import hamming
+    assert hamming(first["simhash"], copy["simhash"]) > 3  # SimHash alone would have kept it
+    dup = store.duplicates.find_one({"url": "http://c.example/2.html"})
+    assert (dup["method"], dup["original_id"], dup["distance"]) == ("passages", first["page_id"], None)
+    assert dup["coverage"] >= 0.75
+    assert kept["dedup"]["kind"] == "new" and crawler.stats.get_value("zhdedup/dropped/passages") == 1
+    # the copy left nothing behind in the index: a third copy is still compared with the original
+    assert store.claim_sketch("probe", copy["sketch"], 1)[1][0][0] == first["page_id"]

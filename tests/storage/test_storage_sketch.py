@@ -1,0 +1,54 @@
+"""The passage-sketch index (third dedup step) on real Redis: claims, order, removal, races, rebuild."""
+import threading
+
+import redis
+
+from storage.redis_index import RedisSketchIndex
+
+
+def test_claims_see_earlier_pages_with_their_order(store):
+    a = store.claim_sketch("a" * 32, [1, 2, 3, 4], 2)
+    b = store.claim_sketch("b" * 32, [3, 4, 5, 6], 2)
+    c = store.claim_sketch("c" * 32, [4, 7, 8, 9], 2)
+    assert a[1] == [] and c[1] == []  # c shares only one value with each
+    assert b[1] == [("a" * 32, 2, a[0])] and a[0] < b[0]
+    again = store.claim_sketch("a" * 32, [1, 2, 3, 4], 2)  # re-claim (resume): same number, no self-match
+    assert again[0] == a[0] and again[1] == [("b" * 32, 2, b[0])]
+
+
+def test_forget_copy_removes_only_that_page(store):
+    store.claim_sketch("x1", [10, 11, 12], 1)
+    store.claim_sketch("x2", [10, 11, 12], 1)
+    store.sketches.unclaim("x2", [10, 11, 12])
+    assert [o[0] for o in store.claim_sketch("x3", [10, 11, 12], 1)[1]] == ["x1"]
+
+
+def test_two_crawlers_racing_on_copies_never_both_win_or_lose(store, store_config):
+    """Threads with their own connections claim 200 pairs of overlapping sketches at once: in each pair
+    exactly one claim sees the other as earlier."""
+    clients = [redis.Redis.from_url(store.redis_url) for _ in range(2)]
+    results: dict[int, list] = {0: [], 1: []}
+
+    def run(side: int) -> None:
+        index = RedisSketchIndex(clients[side], store_config.key_prefix)
+        for pair in range(200):
+            values = [pair * 100 + v for v in range(8)]
+            seq, others = index.claim(f"p{pair}-{side}", values, 2)
+            results[side].append((seq, [o for o in others if o[2] < seq]))
+
+    threads = [threading.Thread(target=run, args=(side,)) for side in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for pair in range(200):
+        sees_earlier = [bool(results[side][pair][1]) for side in (0, 1)]
+        assert sees_earlier.count(True) == 1, pair
+
+
+def test_rebuild_restores_sketches_from_mongodb(store):
+    store.save_page({"_id": "d" * 32, "url": "http://a.example/1", "text": "x", "sketch": [2 ** 64 - 1, 5, 6]})
+    store.sketches.clear()
+    store.rebuild_index()
+    others = store.claim_sketch("e" * 32, [2 ** 64 - 1, 5], 2)[1]
+    assert [o[0] for o in others] == ["d" * 32]
