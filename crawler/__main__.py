@@ -34,6 +34,8 @@ def scrapy_crawl(spider: str, args: dict[str, str], settings: dict[str, str], en
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
     full_env = {**os.environ, **(env or {})}
+    # the crawl runs from the project root but must use the caller's var/ (the demo's sources are there)
+    full_env["ZHDEDUP_VAR"] = str(Path(full_env.get("ZHDEDUP_VAR", "var")).resolve())
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), full_env.get("PYTHONPATH")]))
     return subprocess.run(cmd, cwd=PROJECT_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout)
 
@@ -60,7 +62,8 @@ def print_report(title: str, report: dict) -> None:
     """What one crawl kept and dropped, readably."""
     counts = report.get("counts", {})
     print(f"\n== {title}: fetched {counts.get('fetched', 0)}, stored {counts.get('stored', 0)}, "
-          f"exact dups {counts.get('dropped/exact', 0)}, near dups {counts.get('dropped/near', 0)}, "
+          f"exact dups {counts.get('dropped/exact', 0)}, "
+          f"near dups {counts.get('dropped/near', 0) + counts.get('dropped/passages', 0)}, "
           f"matched {counts.get('matched', 0)}")
     for page in sorted(report.get("kept", []), key=lambda p: (p.get("chapter_number") or 0, p["url"])):
         label = page.get("title") or ""
@@ -71,8 +74,9 @@ def print_report(title: str, report: dict) -> None:
             print(f"           copies source {match['source_id']} (score {match['score']:.2f})")
     for drop in sorted(report.get("dropped", []), key=lambda d: d.get("url") or ""):
         if drop.get("kind"):
-            extra = f" (distance {drop['distance']})" if drop["kind"] == "near" else ""
-            print(f"  DROPPED  {drop['url']}\n           {drop['kind']} duplicate of {drop['original']}{extra}")
+            print(f"  DROPPED  {drop['url']}\n           {drop['reason']}")
+            for match in drop.get("matches") or []:
+                print(f"           copies source {match['source_id']} (score {match['score']:.2f})")
         else:
             print(f"  FAILED   {drop['url']}  {drop['reason']}")
     for reason, n in sorted(report.get("failed", {}).items()):

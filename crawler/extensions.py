@@ -13,7 +13,8 @@ from scrapy import signals
 
 logger = logging.getLogger(__name__)
 STAT = "zhdedup"
-DUP = re.compile(r"^(exact|near) duplicate of (\S+)(?: \(distance (\d+)\))?")
+REPORT_MAX = 100_000   # kept/dropped entries listed in the report; beyond that only counted (bounded memory)
+DUP = re.compile(r"^(exact|near) duplicate of (\S+)(?: \((?:distance (\d+)|shared passages cover (\d+)%)\))?")
 
 
 def reason_key(message: str) -> str:
@@ -26,18 +27,21 @@ class CrawlSummary:
     """Scrapy extension: failure reasons in the stats, a summary in the log, and an optional JSON
     report (ZHDEDUP_REPORT=path) listing every kept page and every dropped page with its reason."""
 
-    def __init__(self, crawler, report: str) -> None:
+    def __init__(self, crawler, report: str, max_entries: int = REPORT_MAX) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.report_path = report
+        self.max_entries = max_entries
         self.kept: list[dict] = []
         self.dropped: list[dict] = []
+        self.left_out = {"kept": 0, "dropped": 0}
         self.started = time.monotonic()
 
     @classmethod
     def from_crawler(cls, crawler) -> "CrawlSummary":
         """Hook the item and spider signals."""
-        ext = cls(crawler, crawler.settings.get("ZHDEDUP_REPORT") or "")
+        ext = cls(crawler, crawler.settings.get("ZHDEDUP_REPORT") or "",
+                  crawler.settings.getint("ZHDEDUP_REPORT_MAX_ENTRIES", REPORT_MAX))
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(ext.item_error, signal=signals.item_error)
@@ -51,7 +55,7 @@ class CrawlSummary:
 
     def item_scraped(self, item: Any, response=None, spider=None) -> None:
         """A page went through every pipeline (it was kept)."""
-        if self.report_path:
+        if self.report_path and self._room("kept"):
             a = ItemAdapter(item)
             self.kept.append({k: a.get(k) for k in ("url", "site", "title", "page_id", "book",
                                                       "chapter_number", "chapter_title", "matches")
@@ -63,19 +67,30 @@ class CrawlSummary:
         dup = DUP.match(message)
         if not dup:
             self.stats.inc_value(f"{STAT}/failed/{reason_key(message)}")
-        if self.report_path:
+        if self.report_path and self._room("dropped"):
             entry = {"url": ItemAdapter(item).get("url"), "reason": message}
             if dup:
                 entry.update(kind=dup.group(1), original=dup.group(2),
-                             distance=int(dup.group(3) or 0))
+                             distance=int(dup.group(3)) if dup.group(3) else None,
+                             coverage=int(dup.group(4)) / 100 if dup.group(4) else None)
+            if ItemAdapter(item).get("matches"):
+                entry["matches"] = ItemAdapter(item).get("matches")
             self.dropped.append(entry)
 
     def item_error(self, item: Any, response=None, spider=None, failure=None) -> None:
         """An exception in a pipeline: counted, the traceback is already in the log."""
         name = type(getattr(failure, "value", None)).__name__ if failure is not None else "error"
         self.stats.inc_value(f"{STAT}/failed/pipeline_{name.lower()}")
-        if self.report_path:
+        if self.report_path and self._room("dropped"):
             self.dropped.append({"url": ItemAdapter(item).get("url"), "reason": f"pipeline error: {failure}"})
+
+    def _room(self, which: str) -> bool:
+        """True while the report's list has room; past max_entries pages are only counted (a days-long
+        crawl must not keep every URL in memory)."""
+        if len(getattr(self, which)) < self.max_entries:
+            return True
+        self.left_out[which] += 1
+        return False
 
     def spider_closed(self, spider, reason: str = "") -> None:
         """Log the summary and write the report."""
@@ -89,6 +104,7 @@ class CrawlSummary:
                  f"  stored               {get(f'{STAT}/stored', 0)}",
                  f"  dropped, exact dup   {get(f'{STAT}/dropped/exact', 0)}",
                  f"  dropped, near dup    {get(f'{STAT}/dropped/near', 0)}",
+                 f"  dropped, passages    {get(f'{STAT}/dropped/passages', 0)}",
                  f"  matched to sources   {get(f'{STAT}/matched', 0)}"]
         failed = {k.split("/", 2)[2]: v for k, v in self.stats.get_stats().items()
                   if k.startswith(f"{STAT}/failed/")}
@@ -104,9 +120,38 @@ class CrawlSummary:
         data = {"spider": spider, "finish_reason": reason, "elapsed_seconds": time.monotonic() - self.started,
                 "responses": self.stats.get_value("response_received_count", 0),
                 "counts": counts, "failed": failed,
-                "kept": self.kept, "dropped": self.dropped}
+                "kept": self.kept, "dropped": self.dropped, "left_out": self.left_out}
         path = Path(self.report_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
         tmp.replace(path)
+
+
+class StorageGuard:
+    """Scrapy extension: when the store can neither reach a server nor write its local spool (disk full,
+    read-only var/), stop the crawl with one clear error instead of failing every page. The pages that
+    failed are not marked finished, so a JOBDIR crawl fetches them again when resumed."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.stopping = False
+
+    @classmethod
+    def from_crawler(cls, crawler) -> "StorageGuard":
+        """Hook item errors."""
+        ext = cls(crawler)
+        crawler.signals.connect(ext.item_error, signal=signals.item_error)
+        return ext
+
+    def item_error(self, item: Any, response=None, spider=None, failure=None) -> None:
+        """A pipeline raised StorageUnavailable for the local spool: close the spider once."""
+        exc = getattr(failure, "value", None)
+        if self.stopping or getattr(exc, "server", None) != "local spool":
+            return
+        self.stopping = True
+        logger.critical("stopping the crawl: %s", exc)
+        self.crawler.stats.set_value(f"{STAT}/failed/spool_unwritable", str(exc).split("\n")[0])
+        from scrapy.utils.defer import deferred_from_coro
+
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason="storage_unavailable"))
