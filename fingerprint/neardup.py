@@ -31,7 +31,7 @@ class NearDupParams:
     """Thresholds of the crawl-time dedup (measured in benchmarks/accuracy)."""
 
     k: int = 3
-    sketch_size: int = 16
+    sketch_size: int = 8
     min_shared: int = 2
     min_coverage: float = 0.75
     max_candidates: int = 8
