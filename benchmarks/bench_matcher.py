@@ -89,7 +89,8 @@ def main() -> None:
     print(f"match time per page: median {statistics.median(match_ms):.2f} ms, "
           f"p99 {match_ms[int(len(match_ms) * 0.99) - 1]:.2f} ms "
           f"(fingerprint_text of the same pages: median {statistics.median(fp_ms):.2f} ms)")
-    print(f"copies found: {found}/{copies}; matches to a source the page does not copy: {false}")
+    print(f"copies found: {found}/{copies}; other library segments matched as well: {false} "
+          "(the news file holds reprints and shared passages, unlabelled: not all of these are errors)")
 
 
 if __name__ == "__main__":

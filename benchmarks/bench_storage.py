@@ -157,6 +157,36 @@ def redis_run(items: list[tuple[str, str, int]], measure: int) -> dict:
             shutil.rmtree(var, ignore_errors=True)
 
 
+def sketch_run(items: list[tuple[str, str, int]], measure: int) -> dict:
+    """The third dedup step's index: claim every kept page's 8-value passage sketch; memory per page."""
+    import redis
+
+    from storage import servers as srv
+    from storage.redis_index import RedisSketchIndex
+
+    var = tempfile.mkdtemp(prefix="bench_sketch_")
+    url = os.environ.get("REDIS_URL") or srv.ensure(var, "redis").uri
+    r = redis.Redis.from_url(url)
+    index = RedisSketchIndex(r, f"b{uuid.uuid4().hex[:6]}:")
+    rng = random.Random(7)
+    try:
+        before = r.info("memory")["used_memory"]
+        pipe_items = items[: len(items) - measure]
+        for pid, _, _ in pipe_items:
+            index.claim(pid, [rng.getrandbits(64) for _ in range(8)], 2)
+        lat, _ = timed(lambda pid, h, fp: index.claim(pid, [rng.getrandbits(64) for _ in range(8)], 2),
+                       items[len(items) - measure:])
+        after = r.info("memory")["used_memory"]
+        res = summary(lat)
+        res.update(indexed=len(items), bytes_per_page=round((after - before) / max(len(items), 1), 1))
+        index.clear()
+        return res
+    finally:
+        if not os.environ.get("REDIS_URL"):
+            srv.stop(var)
+        shutil.rmtree(var, ignore_errors=True)
+
+
 def memory_run(items: list[tuple[str, str, int]], measure: int) -> dict:
     """The dict-of-blocks baseline on the same workload: latency of the measured part, bytes per page."""
     idx = DictBlockIndex()
@@ -193,11 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     items = workload(args.n, measure, args.ids)
     print(f"workload: {args.n} pages, {args.ids} ids; timing the last {measure} "
           "(85% new, 5% exact, 10% near copies)", flush=True)
-    results = {"n": args.n, "measure": measure, "ids": args.ids, "goals": GOALS, "redis": redis_run(items, measure)}
+    results = {"n": args.n, "measure": measure, "ids": args.ids, "goals": GOALS, "redis": redis_run(items, measure),
+               "redis_passage_sketches": sketch_run(items, measure)}
     if not args.skip_memory_baseline:
         results["memory_dict_of_blocks"] = memory_run(items, measure)
     print(f"{'index':24} {'median ms':>10} {'p99 ms':>8} {'max ms':>8} {'bytes/page':>11} {'indexed':>9}")
-    for name in ("redis", "memory_dict_of_blocks"):
+    for name in ("redis", "redis_passage_sketches", "memory_dict_of_blocks"):
         if name in results:
             r = results[name]
             print(f"{name:24} {r['median_ms']:>10.4f} {r['p99_ms']:>8.3f} {r['max_ms']:>8.2f} "
