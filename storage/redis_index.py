@@ -424,6 +424,10 @@ return 1
 """
 
 
+def _value_bytes(values: Sequence[int]) -> list[bytes]:
+    return [(v & MASK64).to_bytes(8, "big") for v in values]
+
+
 class RedisSketchIndex:
     """Kept pages' passage sketches in Redis, with an atomic claim (see SKETCH_CLAIM_LUA)."""
 
@@ -435,15 +439,14 @@ class RedisSketchIndex:
 
     def claim(self, page_id: str, values: Sequence[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """Add a page's sketch; returns (its claim number, [(other page, shared values, its claim number)])."""
-        res = self._claim(args=[self.prefix, encode_id(page_id), min_shared,
-                                *[(v & MASK64).to_bytes(8, "big") for v in values]])
+        res = self._claim(args=[self.prefix, encode_id(page_id), min_shared, *_value_bytes(values)])
         seq, rest = int(res[0]), res[1:]
         return seq, [(decode_id(rest[i]), int(rest[i + 1]), int(rest[i + 2])) for i in range(0, len(rest), 3)]
 
     def unclaim(self, page_id: str, values: Sequence[int]) -> None:
         """Take a page's sketch out (a copy found after its claim, a purge)."""
         if values:
-            self._unclaim(args=[self.prefix, encode_id(page_id), *[(v & MASK64).to_bytes(8, "big") for v in values]])
+            self._unclaim(args=[self.prefix, encode_id(page_id), *_value_bytes(values)])
 
     def clear(self) -> int:
         """Delete every sketch."""
