@@ -6,7 +6,9 @@ Scrapy 2.13+/2.19 and for what a shared crawl needs (docs/scale-out.md says what
 - `FingerprintDupeFilter`: URL dedup with the crawler's REQUEST_FINGERPRINTER (tracking parameters
   removed), not scrapy-redis's own SHA1 of the raw URL.
 - `ClaimingPriorityQueue`: enqueue is one Lua call (SADD to the dupefilter + ZADD to the queue, so a
-  crash between the two cannot lose a URL); pop is one Lua call that also marks this worker busy.
+  crash between the two cannot lose a URL); pop is one Lua call that also marks this worker busy
+  and keeps the request as a lease (`inflight`) until crawler.resume.ResumeMiddleware says its page
+  is finished; leases of a worker whose alive mark expired (SIGKILL) go back to the queue.
 - `DistributedScheduler`: closes the spider once the shared queue has stayed empty, with no worker
   busy in ANY process, for DISTRIBUTED_IDLE_CLOSE_SECONDS (scrapy-redis spiders idle forever).
 - JSON request serialization (`dumps`/`loads`): nothing from a shared Redis is ever unpickled.
@@ -54,7 +56,8 @@ def crawl_keys(key_prefix: str, job: str) -> dict[str, str]:
     if any(c in job.replace("%(spider)s", "") for c in "{}"):
         raise ValueError(f"job name must not contain braces (used as the Redis Cluster hash tag): {job!r}")
     base = f"{key_prefix}crawl:{{{job}}}"
-    return {"requests": f"{base}:requests", "dupefilter": f"{base}:seen", "workers": f"{base}:workers"}
+    return {"requests": f"{base}:requests", "dupefilter": f"{base}:seen", "workers": f"{base}:workers",
+            "inflight": f"{base}:inflight", "alive": f"{base}:alive"}
 
 
 def distributed_settings(redis_url: str, key_prefix: str, job: str = "%(spider)s",
@@ -73,6 +76,8 @@ def distributed_settings(redis_url: str, key_prefix: str, job: str = "%(spider)s
         "SCHEDULER_QUEUE_KEY": keys["requests"],
         "SCHEDULER_DUPEFILTER_KEY": keys["dupefilter"],
         "DISTRIBUTED_WORKERS_KEY": keys["workers"],
+        "DISTRIBUTED_INFLIGHT_KEY": keys["inflight"],   # requests popped and not finished (leases)
+        "DISTRIBUTED_ALIVE_KEY": keys["alive"],         # worker -> expiry, refreshed busy or idle
         "DISTRIBUTED_IDLE_CLOSE_SECONDS": idle_close_seconds,
         "REDIS_URL": redis_url,
         # short timeouts: Redis calls run in the reactor thread, a hung server must not freeze the crawl
@@ -185,13 +190,42 @@ redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 return 1
 """
 POP_CLAIM = """
-local r = redis.call('ZRANGE', KEYS[1], 0, 0)
+local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #r == 0 then return false end
 redis.call('ZREMRANGEBYRANK', KEYS[1], 0, 0)
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[2], tonumber(t[1]) + tonumber(ARGV[2]), ARGV[1])
+if #KEYS >= 3 then redis.call('ZADD', KEYS[3], r[2], ARGV[1] .. '\\n' .. r[1]) end
 return r[1]
 """
+# Leases (KEYS: inflight, alive, queue; ARGV: this worker, '1' to drop its own leases). A lease is
+# "<worker>\n<queued entry>" scored with the entry's priority. Leases of a worker whose alive mark
+# expired (killed) go back to the queue with their priority; returns {moved back, others' leases left}.
+RECLAIM = """
+local t = tonumber(redis.call('TIME')[1])
+local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local moved, left = 0, 0
+for i = 1, #all, 2 do
+  local m = all[i]
+  local cut = string.find(m, '\\n', 1, true)
+  local w = string.sub(m, 1, cut - 1)
+  if w == ARGV[1] then
+    if ARGV[2] == '1' then redis.call('ZREM', KEYS[1], m) end
+  else
+    local alive = redis.call('ZSCORE', KEYS[2], w)
+    if (not alive) or tonumber(alive) < t then
+      redis.call('ZADD', KEYS[3], all[i + 1], string.sub(m, cut + 1))
+      redis.call('ZREM', KEYS[1], m)
+      moved = moved + 1
+    else
+      left = left + 1
+    end
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (t - 86400))
+return {moved, left}
+"""
+LEASE = "zhdedup_lease"   # request.meta key: this worker's token for the lease of a popped request
 BEAT = """
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[1], tonumber(t[1]) + tonumber(ARGV[2]), ARGV[1])
@@ -210,7 +244,9 @@ class ClaimingPriorityQueue(PriorityQueue):
 
     worker = "?"
     workers_key = ""
+    inflight_key = ""
     ttl = DEFAULT_WORKER_TTL
+    last_raw: bytes | None = None
 
     def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None) -> None:
         super().__init__(server, spider, key, serializer)
@@ -227,7 +263,9 @@ class ClaimingPriorityQueue(PriorityQueue):
         """Highest-priority request, claimed by this worker (busy marker) in the same round trip."""
         if not self.workers_key:
             return super().pop(timeout)
-        data = self._pop_claim(keys=[self.key, self.workers_key], args=[self.worker, int(self.ttl)])
+        keys = [self.key, self.workers_key] + ([self.inflight_key] if self.inflight_key else [])
+        data = self._pop_claim(keys=keys, args=[self.worker, int(self.ttl)])
+        self.last_raw = data
         return self._decode_request(data) if data else None
 
 
@@ -262,6 +300,11 @@ class DistributedScheduler(Scheduler):
         sched.poll = max(0.05, s.getfloat("DISTRIBUTED_POLL_SECONDS", DEFAULT_POLL_SECONDS))
         sched.ttl = max(2.0, s.getfloat("DISTRIBUTED_WORKER_TTL", DEFAULT_WORKER_TTL))
         sched.workers_key = s.get("DISTRIBUTED_WORKERS_KEY") or ""
+        sched.inflight_key = s.get("DISTRIBUTED_INFLIGHT_KEY") or ""
+        sched.alive_key = s.get("DISTRIBUTED_ALIVE_KEY") or ""
+        sched.leases: dict[str, bytes] = {}   # token -> lease member, for requests this worker popped
+        sched.unacked: list[bytes] = []       # finished leases not yet removed (Redis was away)
+        sched.last_alive = 0.0
         sched.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         sched.idle_since, sched.last_state = None, None
         sched.busy = True
@@ -285,11 +328,16 @@ class DistributedScheduler(Scheduler):
             raise NotConfigured("DistributedScheduler needs SCHEDULER_QUEUE_CLASS = "
                                 "'crawler.distributed.ClaimingPriorityQueue'")
         self.workers = self._key(self.workers_key) if self.workers_key else ""
+        self.inflight = self._key(self.inflight_key) if self.inflight_key and self.alive_key else ""
+        self.alive = self._key(self.alive_key) if self.inflight else ""
         self.queue.worker, self.queue.workers_key, self.queue.ttl = self.worker, self.workers, self.ttl
+        self.queue.inflight_key = self.inflight
         self._beat = self.server.register_script(BEAT)
         self._idle = self.server.register_script(IDLE)
+        self._reclaim = self.server.register_script(RECLAIM)
         if self.workers:
             self._beat(keys=[self.workers], args=[self.worker, int(self.ttl)])
+        self.keep_alive(force=True)
         self.last_claim = time.monotonic()
         self.loop = task.LoopingCall(self.tick)
         self.loop.start(self.poll, now=False)
@@ -308,9 +356,51 @@ class DistributedScheduler(Scheduler):
         if getattr(self, "workers", ""):
             try:
                 self.server.zrem(self.workers, self.worker)
+                if self.inflight:   # a clean close waited for every popped request: drop the leases
+                    self._reclaim(keys=[self.inflight, self.alive, self.queue.key], args=[self.worker, "1"])
+                    self.server.zrem(self.alive, self.worker)
             except Exception as exc:  # the crawl is ending anyway; the mark expires after the TTL
                 self.spider.logger.warning("could not leave the worker set: %s", exc)
         super().close(reason)
+
+    # ---- leases: a popped request stays in Redis until it is finished ------------------------------
+    def keep_alive(self, force: bool = False) -> None:
+        """Refresh this worker's alive mark (busy or idle) and put back the leases of dead workers."""
+        if not self.inflight or (not force and time.monotonic() - self.last_alive < self.ttl / 3):
+            return
+        self.round_trips += 2
+        self.server.zadd(self.alive, {self.worker: float(self.server.time()[0]) + self.ttl})
+        self.last_alive = time.monotonic()
+        self.reclaim(drop_own=False)
+        while self.unacked:
+            self.server.zrem(self.inflight, self.unacked[0])
+            self.unacked.pop(0)
+
+    def reclaim(self, drop_own: bool) -> int:
+        """Queue again the leases of dead workers (and forget our own when idle); others' leases left."""
+        self.round_trips += 1
+        moved, left = self._reclaim(keys=[self.inflight, self.alive, self.queue.key],
+                                    args=[self.worker, "1" if drop_own else "0"])
+        if moved:
+            if self.stats:
+                self.stats.inc_value("distributed/reclaimed", moved)
+            self.spider.logger.warning("distributed: %d request(s) of a worker that died (killed?) queued again",
+                                       moved)
+        return left
+
+    def request_done(self, request: Request) -> None:
+        """The request's items are stored and the requests it found are queued: release its lease."""
+        self._release(request.meta.pop(LEASE, ""))
+
+    def _release(self, token: str) -> None:
+        member = self.leases.pop(token, None)
+        if member is None:
+            return
+        try:
+            self.round_trips += 1
+            self.server.zrem(self.inflight, member)
+        except RedisError:
+            self.unacked.append(member)
 
     def enqueue_request(self, request: Request) -> bool:
         """Queue the request unless any process has seen its URL fingerprint (one Lua round trip, none
@@ -319,20 +409,32 @@ class DistributedScheduler(Scheduler):
         fp = None if request.dont_filter else self.df.request_fingerprint(request)
         if fp is not None and fp in self.seen_cache:
             self.seen_cache.move_to_end(fp)
-            return self._filtered(request)
+            return self._settled(request, self._filtered(request))
         if self.backlog:
             self.backlog.append(request)
             return True
+        token = request.meta.pop(LEASE, None)   # a retry or redirect of a leased request
         try:
             pushed = self._push(request, fp)
         except RedisError as exc:
+            if token:
+                request.meta[LEASE] = token
             self._redis_failed("enqueue", exc)
             self.backlog.append(request)
             return True
+        if token:   # its successor is safely queued: the old lease can go
+            self._release(token)
         if not pushed:
-            return self._filtered(request)
+            return self._settled(request, self._filtered(request))
         self._inc("scheduler/enqueued/redis")
-        return True
+        return self._settled(request, True)
+
+    def _settled(self, request: Request, result: bool) -> bool:
+        """Tell the resume middleware this child request is in the shared queue (or known)."""
+        mw = getattr(self.crawler, "_zhdedup_resume_mw", None)
+        if mw is not None:
+            mw.settled(request)
+        return result
 
     def _push(self, request: Request, fp: str | None) -> bool:
         """One push-if-unseen round trip; remember the fingerprint as seen."""
@@ -384,6 +486,10 @@ class DistributedScheduler(Scheduler):
             self.busy, self.idle_since = True, None
             self.last_claim = time.monotonic()
             self._inc("scheduler/dequeued/redis")
+            if self.inflight and self.queue.last_raw:
+                token = uuid.uuid4().hex[:12]
+                self.leases[token] = self.worker.encode() + b"\n" + self.queue.last_raw
+                request.meta[LEASE] = token
         return request
 
     def has_pending_requests(self) -> bool:
@@ -407,6 +513,7 @@ class DistributedScheduler(Scheduler):
         try:
             if self.backlog:
                 self.flush_backlog()
+            self.keep_alive()
             if self.busy:
                 if self.workers and time.monotonic() - self.last_claim > self.ttl / 3:
                     self.round_trips += 1
@@ -423,11 +530,16 @@ class DistributedScheduler(Scheduler):
         """Keep the spider open until the shared queue is empty and nobody is busy for idle_close seconds."""
         self.busy = False
         try:
+            leased = 0
+            if self.inflight:   # idle: nothing of ours is in progress; leases of dead workers go back
+                self.leases.clear()
+                leased = self.reclaim(drop_own=True)
             if not self.workers:
                 queued, busy = len(self.queue), 0
             else:
                 self.round_trips += 1
                 queued, busy = self._idle(keys=[self.workers, self.queue.key], args=[self.worker])
+            queued += leased   # another worker's requests in flight may still come back
         except RedisError as exc:
             self._redis_failed("idle check", exc)
             raise DontCloseSpider from None
@@ -489,6 +601,7 @@ def main(argv: list[str] | None = None) -> int:
         now = float(r.time()[0])
         busy = r.zrangebyscore(keys["workers"], now, "+inf")
         print(f"queued requests  {r.zcard(keys['requests'])}\nseen URLs        {r.scard(keys['dupefilter'])}\n"
+              f"in flight        {r.zcard(keys['inflight'])} (leased by workers; a dead worker's come back)\n"
               f"busy workers     {len(busy)}")
         for w in busy:
             print(f"  {w.decode()}")

@@ -159,7 +159,8 @@ class Store:
     def _connect_mongo(self) -> None:
         ms = int(self.config.timeout_seconds * 1000)
         self.mongo = pymongo.MongoClient(self.mongo_uri, serverSelectionTimeoutMS=ms, connectTimeoutMS=ms,
-                                         socketTimeoutMS=max(ms * 15, 30000), tz_aware=True, appname="zhdedup")
+                                         socketTimeoutMS=max(ms * 15, 30000), tz_aware=True, appname="zhdedup",
+                                         journal=True)  # j:true: an acknowledged write survives a SIGKILL
         self.db = self.mongo[self.config.db_name]
         self.pages = self.db["pages"]
         self.duplicates = self.db["duplicates"]
@@ -209,6 +210,8 @@ class Store:
         while True:
             attempts += 1
             try:
+                if name == "redis" and (attempts > 1 or name in self._down_until):
+                    self._after_redis_outage()   # before the retried call: it may be a dedup check
                 result = fn(*args, **kwargs)
                 self._down_until.pop(name, None)
                 return result
@@ -221,6 +224,19 @@ class Store:
                 self._restart(name)
                 time.sleep(min(delay, max(left, 0.01)))
                 delay = min(delay * 2, 1.0)
+
+    def _after_redis_outage(self) -> None:
+        """Redis failed and we retry: it may have come back with lost data (AOF everysec, a wiped disk,
+        a configured server restarted empty); re-add what MongoDB has and the index lacks first."""
+        if getattr(self, "_repairing", False):
+            return
+        self._repairing = True
+        try:
+            self.reconcile_index()
+        except StorageUnavailable as e:
+            log.warning("index repair after a Redis outage failed: %s", e)
+        finally:
+            self._repairing = False
 
     def ping(self) -> None:
         """Raise StorageUnavailable unless both servers answer (one attempt each, no retries)."""

@@ -1,0 +1,495 @@
+"""Crash-safe pause/resume for single-process crawls (JOBDIR): a write-ahead journal of the frontier.
+
+Scrapy's JOBDIR state is only consistent after a clean stop: `requests.queue/active.json` and the disk
+queues' headers are written when the scheduler closes, and `requests.seen` is a buffered file. After a
+SIGKILL (or a power cut, an OOM kill) the requests that had been dequeued but not finished are gone
+from the disk queue while their fingerprints may already be in `requests.seen`: resuming would never
+fetch them again (or, with the buffer unflushed, fetch everything again). So every request accepted by
+the scheduler is also appended to `JOBDIR/frontier.journal` (one line, in the kernel at once), and
+marked done once its response was parsed and every item it produced was stored or dropped by the
+pipelines. The journal is the truth; on every start with a journal:
+
+- `requests.seen` is rewritten as what it held when the previous run started plus every journaled
+  fingerprint (so finished pages are never fetched again),
+- Scrapy's queue directory is discarded and the journaled requests that never finished (queued, in
+  flight at a kill, failed downloads, items that hit a pipeline error) are queued again. Page-level
+  dedup (deterministic page ids, upserts) makes storing a page again a no-op.
+
+If the journal cannot be written (disk full, read-only JOBDIR) the crawl stops at once with an error
+naming the path and leaves the journal a consistent prefix; the same command resumes once there is
+space. A lock file keeps two processes from using one JOBDIR at the same time.
+"""
+from __future__ import annotations
+
+import base64
+import errno
+import fcntl
+import logging
+import os
+import pickle
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterable, Iterator
+
+from scrapy import signals
+from scrapy.core.scheduler import Scheduler
+from scrapy.dupefilters import _read_fingerprints
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Request
+from scrapy.utils.job import job_dir
+from scrapy.utils.request import request_from_dict
+
+logger = logging.getLogger(__name__)
+JOURNAL = "frontier.journal"
+LOCK = "frontier.lock"
+COMPACT_BYTES = 64 * 1024 * 1024   # rewrite the journal (pending requests only) beyond this size
+_ATTR = "_zhdedup_journal"
+_MW_ATTR = "_zhdedup_resume_mw"
+
+
+class JobdirBusy(RuntimeError):
+    """Another live process holds this JOBDIR."""
+
+
+class Journal:
+    """Append-only frontier journal: `+ fp request`, `- fp`, `= open|clean` lines."""
+
+    def __init__(self, jobdir: str | os.PathLike) -> None:
+        self.dir = Path(jobdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / JOURNAL
+        self._lock_fd = self._lock()
+        self._fd: int | None = None
+        self.broken = False   # a write failed: write nothing more, so the journal stays a consistent prefix
+
+    def _lock(self) -> int:
+        """Exclusive, non-blocking lock: one crawl per JOBDIR (the kernel drops it if we die)."""
+        fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise JobdirBusy(f"JOBDIR {self.dir} is in use by another crawl (pid {holder}); "
+                             "wait for it, or use another JOBDIR") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return fd
+
+    # ---- reading -------------------------------------------------------------------------------
+    def records(self) -> Iterator[tuple[str, str, str]]:
+        """(kind, fp, payload) of every complete line; a torn last line is ignored."""
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break  # torn by a kill in the middle of a write
+                parts = raw.decode("ascii", "replace").rstrip("\n").split(" ", 2)
+                if len(parts) >= 2:
+                    yield parts[0], parts[1], parts[2] if len(parts) > 2 else ""
+
+    def state(self) -> "JournalState":
+        """Replay the journal: clean stop?, pending requests, journaled fingerprints, trusted seen bytes."""
+        st = JournalState(exists=self.path.exists())
+        for kind, fp, payload in self.records():
+            if kind == "+":
+                st.pending[fp] = payload
+                st.seen.add(fp)
+                st.clean = False
+            elif kind == "-":
+                st.pending.pop(fp, None)
+                st.clean = False
+            elif kind == "=":
+                st.clean = fp == "clean"
+                size = payload.split(" ")[-1] if fp == "open" else ""
+                if size.isdigit():
+                    st.seen_bytes = int(size)
+        return st
+
+    # ---- writing -------------------------------------------------------------------------------
+    def _write(self, line: str) -> None:
+        """One line in one write() on an O_APPEND fd: in the kernel at once, survives SIGKILL."""
+        if self.broken:
+            return
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        data = line.encode("ascii")
+        if os.write(self._fd, data) != len(data):   # a full disk can take part of a line
+            self.broken = True   # nothing after the torn line: the next start drops it
+            raise OSError(errno.ENOSPC, "short write (disk full?)", str(self.path))
+
+    def added(self, fp: str, encoded: str) -> None:
+        """A request entered the queue."""
+        self._write(f"+ {fp} {encoded}\n")
+
+    def done(self, fp: str) -> None:
+        """A request's response and all its items are finished."""
+        self._write(f"- {fp}\n")
+
+    def mark(self, what: str, seen_bytes: int | None = None) -> None:
+        """`open <pid> <bytes of requests.seen to trust>` when a run starts, `clean <pid>` at a clean stop."""
+        extra = f" {seen_bytes}" if seen_bytes is not None else ""
+        self._write(f"= {what} {os.getpid()}{extra}\n")
+        if what == "clean" and self._fd is not None:
+            os.fsync(self._fd)
+
+    def rewrite(self, pending: dict[str, str], last: str | None = None) -> None:
+        """Replace the journal by the pending requests (and a marker line), atomically."""
+        tmp = self.path.with_name(JOURNAL + ".tmp")
+        with open(tmp, "w", encoding="ascii") as f:
+            for fp, encoded in pending.items():
+                f.write(f"+ {fp} {encoded}\n")
+            if last:
+                f.write(f"= {last}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.close_fd()
+        os.replace(tmp, self.path)
+
+    def size(self) -> int:
+        """Bytes in the journal file."""
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def close_fd(self) -> None:
+        """Close the append fd (reopened on the next write)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def release(self) -> None:
+        """Close files and drop the JOBDIR lock."""
+        self.close_fd()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+@dataclass
+class JournalState:
+    """What a journal says about the previous runs."""
+
+    exists: bool
+    clean: bool = False
+    pending: dict[str, str] = field(default_factory=dict)   # fp -> encoded request, not finished
+    seen: set[str] = field(default_factory=set)             # every journaled fingerprint
+    seen_bytes: int | None = None                           # requests.seen prefix written before the last run
+
+
+def encode_request(request: Request, spider: Any) -> str | None:
+    """A request as one ASCII token (pickled dict, as Scrapy's disk queue does); None if it cannot be."""
+    try:
+        return base64.b64encode(pickle.dumps(request.to_dict(spider=spider), protocol=4)).decode("ascii")
+    except Exception:  # noqa: BLE001 - lambdas, sockets...: Scrapy keeps those in memory only, as do we
+        return None
+
+
+def decode_request(encoded: str, spider: Any) -> Request:
+    """Inverse of encode_request (the journal is our own file in our own JOBDIR, never shared)."""
+    return request_from_dict(pickle.loads(base64.b64decode(encoded)), spider=spider)
+
+
+def write_seen(jobdir: Path, fingerprints: Iterable[bytes]) -> int:
+    """Rewrite JOBDIR/requests.seen in Scrapy's format (2-byte length + fingerprint), atomically; its size."""
+    path = jobdir / "requests.seen"
+    tmp = jobdir / "requests.seen.tmp"
+    data = b"".join(len(fp).to_bytes(2, "big") + fp for fp in fingerprints)
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return len(data)
+
+
+def recover(journal: Journal) -> tuple[dict[str, str], int]:
+    """Rebuild Scrapy's JOBDIR state from the journal; returns (requests to queue again, seen bytes)."""
+    jobdir = journal.dir
+    seen_path = jobdir / "requests.seen"
+    st = journal.state()
+    if not st.exists:  # first run, or a JOBDIR of plain Scrapy: its own state is all there is
+        return {}, seen_path.stat().st_size if seen_path.exists() else 0
+    old = seen_path.read_bytes() if seen_path.exists() else b""
+    if st.seen_bytes is not None:
+        old = old[:st.seen_bytes]   # later entries may belong to requests the journal never got
+    fps = set(_read_fingerprints(old)) | {bytes.fromhex(fp) for fp in st.seen}
+    size = write_seen(jobdir, fps)
+    shutil.rmtree(jobdir / "requests.queue", ignore_errors=True)
+    journal.rewrite(st.pending)
+    if st.clean:
+        logger.info("JOBDIR %s: resuming; %d URLs already seen, %d unfinished requests queued again",
+                    jobdir, len(fps), len(st.pending))
+    else:
+        logger.warning("JOBDIR %s: the previous run did not stop cleanly (killed?); rebuilt its state from %s: "
+                       "%d URLs already seen, %d unfinished requests queued again",
+                       jobdir, JOURNAL, len(fps), len(st.pending))
+    return st.pending, size
+
+
+def _exit_clearly(message: str) -> None:
+    """Stop before anything was fetched: one line saying what and where, exit code 2, no traceback."""
+    logger.critical(message)
+    raise SystemExit(2)
+
+
+class ResumableScheduler(Scheduler):
+    """Scrapy's scheduler plus the frontier journal when JOBDIR is set (unchanged without JOBDIR)."""
+
+    journal: Journal | None = None
+    failed: OSError | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler) -> "ResumableScheduler":
+        """Lock the JOBDIR and rebuild it from the journal, before Scrapy reads it."""
+        jobdir = job_dir(crawler.settings)
+        journal, pending, seen_bytes = None, {}, 0
+        if jobdir:
+            try:
+                journal = Journal(jobdir)
+            except (JobdirBusy, OSError) as exc:
+                _exit_clearly(str(exc) if isinstance(exc, JobdirBusy) else
+                              f"cannot use JOBDIR {jobdir}: {exc.strerror or exc}")
+            try:
+                pending, seen_bytes = recover(journal)
+            except OSError as exc:
+                journal.release()
+                _exit_clearly(f"cannot write the crawl state in JOBDIR {jobdir} ({exc.filename}): {exc.strerror}; "
+                              "free disk space or make it writable, then run the same command")
+        sched = super().from_crawler(crawler)
+        sched.journal, sched.replay, sched.seen_bytes = journal, pending, seen_bytes
+        setattr(crawler, _ATTR, journal)
+        return sched
+
+    def open(self, spider) -> Any:
+        """Open queues, then queue again the requests the journal says are unfinished."""
+        result = super().open(spider)
+        if self.journal is not None:
+            self._guard(self.journal.mark, "open", self.seen_bytes)
+            for fp, encoded in self.replay.items():
+                try:
+                    request = decode_request(encoded, spider)
+                except Exception as exc:  # noqa: BLE001 - a spider changed its callbacks between runs
+                    logger.warning("cannot restore a journaled request (%s): %s", fp, exc)
+                    continue
+                if not self._guard(self._dqpush, request):
+                    self._mqpush(request)
+                self.stats.inc_value("zhdedup/resume/requeued")
+            self.replay = {}
+        return result
+
+    def enqueue_request(self, request: Request) -> bool:
+        """Enqueue as Scrapy does, then journal the accepted request; a disk error stops the crawl."""
+        if self.failed is not None:
+            self._mqpush(request)   # stopping: the parent request stays unfinished in the journal
+            return True
+        try:
+            ok = super().enqueue_request(request)
+        except OSError as exc:
+            self._disk_error(exc)
+            self._mqpush(request)
+            return True
+        if ok and self.journal is not None:
+            encoded = encode_request(request, self.spider)
+            if encoded is not None:
+                self._guard(self.journal.added, self.crawler.request_fingerprinter.fingerprint(request).hex(),
+                            encoded)
+        if self.failed is None:   # journaled (or already known): its parent may now be marked done
+            mw = getattr(self.crawler, _MW_ATTR, None)
+            if mw is not None:
+                mw.settled(request)
+        return ok
+
+    def next_request(self) -> Request | None:
+        """After a disk error the disk queue may hold a torn record: use the memory queue only."""
+        if self.failed is None:
+            try:
+                return super().next_request()
+            except OSError as exc:   # queuelib writes when it pops (truncate, header): a full disk fails here too
+                self._disk_error(exc)
+        return self.mqs.pop()
+
+    def _guard(self, fn: Any, *args: Any) -> Any:
+        """Call fn; an OSError (disk full, read-only) stops the crawl cleanly instead of losing requests."""
+        if self.failed is not None:
+            return None
+        try:
+            return fn(*args)
+        except OSError as exc:
+            self._disk_error(exc)
+            return None
+
+    def _disk_error(self, exc: OSError) -> None:
+        """Say which path failed and why, stop writing the journal, and close the spider."""
+        if self.failed is not None:
+            return
+        self.failed = exc
+        where = exc.filename or (self.journal.dir if self.journal else self.dqdir)
+        logger.error("cannot write the crawl state to %s: %s. Stopping the crawl; nothing finished is lost. "
+                     "Free disk space (or make the JOBDIR writable) and run the same command to resume.",
+                     where, exc.strerror or exc)
+        self.stats.set_value("zhdedup/failed/jobdir_unwritable", str(where))
+        if self.journal is not None:
+            self.journal.broken = True
+        engine = self.crawler.engine
+        if engine is not None:
+            from scrapy.utils.defer import deferred_from_coro
+
+            deferred_from_coro(engine.close_spider_async(reason="jobdir_unwritable"))
+
+    def close(self, reason: str) -> Any:
+        """Scrapy saves its queue; then the journal keeps only what is still pending, marked clean."""
+        try:
+            result = super().close(reason)
+        except OSError as exc:
+            self._disk_error(exc)
+            result = None
+        if self.journal is not None:
+            try:
+                if self.failed is None:
+                    # no "open" marker after a clean stop: all of requests.seen (flushed now) is trusted
+                    self.journal.rewrite(self.journal.state().pending, last="clean")
+            except OSError as exc:
+                self._disk_error(exc)
+            finally:
+                self.journal.release()
+        return result
+
+    def maybe_compact(self) -> None:
+        """Keep the journal small on long crawls: rewrite it with the pending requests only."""
+        if self.journal is None or self.failed is not None or self.journal.size() < COMPACT_BYTES:
+            return
+        df_file = getattr(self.df, "file", None)
+        if df_file is not None:
+            df_file.flush()   # fingerprints of finished requests must be in requests.seen first
+            os.fsync(df_file.fileno())
+            size = os.fstat(df_file.fileno()).st_size
+        else:
+            size = None
+        self._guard(self.journal.rewrite, self.journal.state().pending, f"open {os.getpid()} {size}")
+
+
+class _Tracker:
+    """What one response still waits for: its items (until stored or dropped) and the requests it
+    yielded (until the scheduler journaled them). Done when the callback is exhausted and both are 0."""
+
+    __slots__ = ("fp", "request", "waiting", "exhausted", "failed")
+
+    def __init__(self, fp: str, request: Request) -> None:
+        self.fp = fp
+        self.request = request
+        self.waiting = 0
+        self.exhausted = False
+        self.failed = False   # an item hit a pipeline error: leave the request for the next run
+
+
+class ResumeMiddleware:
+    """Spider middleware: marks a request done in the journal once its items left the pipelines and
+    the requests it produced are journaled (Scrapy schedules a callback's output asynchronously, so
+    the end of the callback is not enough: a kill in between would lose the children)."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.open: dict[int, _Tracker] = {}   # id(item or request) -> tracker; only objects in flight
+
+    @classmethod
+    def from_crawler(cls, crawler) -> "ResumeMiddleware":
+        """Only with JOBDIR (journal) or in distributed mode (leases in Redis)."""
+        from crawler.distributed import enabled
+
+        if not job_dir(crawler.settings) and not enabled(crawler.settings):
+            raise NotConfigured("no JOBDIR and not distributed")
+        mw = cls(crawler)
+        for sig in (signals.item_scraped, signals.item_dropped):
+            crawler.signals.connect(mw.settled, signal=sig)
+        crawler.signals.connect(mw.item_error, signal=signals.item_error)
+        setattr(crawler, _MW_ATTR, mw)
+        return mw
+
+    @property
+    def journal(self) -> Journal | None:
+        """The scheduler's journal (None when another scheduler is in use)."""
+        return getattr(self.crawler, _ATTR, None)
+
+    def _start(self, response) -> _Tracker | None:
+        if response.request is None:
+            return None
+        return _Tracker(self.crawler.request_fingerprinter.fingerprint(response.request).hex(), response.request)
+
+    def _track(self, tracker: _Tracker | None, obj: Any) -> None:
+        if tracker is not None and obj is not None:
+            tracker.waiting += 1
+            self.open[id(obj)] = tracker
+
+    def _finish(self, tracker: _Tracker | None) -> None:
+        if tracker is not None:
+            tracker.exhausted = True
+            self._maybe_done(tracker)
+
+    def _maybe_done(self, tracker: _Tracker) -> None:
+        if not (tracker.exhausted and tracker.waiting == 0 and not tracker.failed):
+            return
+        scheduler = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
+        journal = self.journal
+        if journal is None:
+            if hasattr(scheduler, "request_done"):   # distributed: release the lease in Redis
+                scheduler.request_done(tracker.request)
+            return
+        if journal._lock_fd is None or journal.broken:
+            return
+        if isinstance(scheduler, ResumableScheduler):
+            scheduler._guard(journal.done, tracker.fp)
+            scheduler.maybe_compact()
+        else:
+            journal.done(tracker.fp)
+
+    def settled(self, item: Any = None, **kwargs: Any) -> None:
+        """An item was stored or dropped, or a request was journaled by the scheduler."""
+        tracker = self.open.pop(id(item), None)
+        if tracker is not None:
+            tracker.waiting -= 1
+            self._maybe_done(tracker)
+
+    def item_error(self, item: Any, **kwargs: Any) -> None:
+        """A pipeline raised (server error, full disk...): the page is fetched again on resume."""
+        tracker = self.open.get(id(item))
+        if tracker is not None:
+            tracker.failed = True
+        self.settled(item)
+
+    def process_spider_output(self, response, result: Iterable[Any]) -> Iterator[Any]:
+        """Pass everything through, counting items and requests."""
+        tracker = self._start(response)
+        for obj in result:
+            self._track(tracker, obj)
+            yield obj
+        self._finish(tracker)
+
+    async def process_spider_output_async(self, response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """Async variant of process_spider_output."""
+        tracker = self._start(response)
+        async for obj in result:
+            self._track(tracker, obj)
+            yield obj
+        self._finish(tracker)
+
+
+class ResumeAddon:
+    """Scrapy add-on: with JOBDIR the journaled scheduler; with JOBDIR or distributed mode the middleware
+    that says when a request is finished (journal line, or release of its lease in Redis)."""
+
+    def update_settings(self, settings: Any) -> None:
+        """Set SCHEDULER at add-on priority (a -s SCHEDULER=... still wins)."""
+        from crawler.distributed import enabled
+
+        distributed = enabled(settings)
+        if not settings.get("JOBDIR") and not distributed:
+            return
+        if not distributed:
+            settings.set("SCHEDULER", "crawler.resume.ResumableScheduler", priority="addon")
+        mws = dict(settings.getdict("SPIDER_MIDDLEWARES"))
+        mws.setdefault("crawler.resume.ResumeMiddleware", 10)
+        settings.set("SPIDER_MIDDLEWARES", mws, priority="addon")

@@ -1,0 +1,268 @@
+"""Shared parts of the fault-injection suite: a slow generated news site, crawler subprocesses that can
+be killed, and the one assertion every test ends with (each story stored once, every copy recorded).
+
+The site has ORIGINALS distinct stories on host A (home -> list pages -> articles) and host B with an
+exact copy (another layout) of every third story plus a few stories of its own. Every response waits
+DELAY seconds, so a 40-page crawl takes a few seconds and a kill lands in the middle of it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any, Callable
+
+from crawler.demo_site.content import BOOK, STORIES
+from crawler.demo_site.server import Resource, SiteServer
+
+PROJECT = Path(__file__).resolve().parents[2]
+ORIGINALS = 24          # stories on site A
+OWN_B = 4               # stories only on site B
+PER_LIST = 6
+DELAY = 0.08            # seconds per response
+CONCURRENT = 4          # requests in flight at most (CONCURRENT_REQUESTS)
+FAST = {"AUTOTHROTTLE_ENABLED": "0", "DOWNLOAD_DELAY": "0", "CONCURRENT_REQUESTS": str(CONCURRENT),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": "2", "ROBOTSTXT_OBEY": "0", "DEPTH_LIMIT": "0",
+        "LOG_LEVEL": "INFO", "ZHDEDUP_INFRINGEMENT": "0", "RETRY_TIMES": "2"}
+
+
+def _pool() -> list[str]:
+    """Sentences of the project's demo content."""
+    import re
+
+    texts = [p for s in STORIES for p in s["paragraphs"]] + [p for _, ps in BOOK["chapters"] for p in ps]
+    return sorted({s for t in texts for s in re.findall(r"[^。！？]+[。！？]", t) if len(s) > 8})
+
+
+def make_stories(n: int, seed: int = 11) -> list[tuple[str, list[str]]]:
+    """n stories far apart in SimHash (checked), as (title, paragraphs)."""
+    from fingerprint import fingerprint_text, hamming
+
+    rng, pool = random.Random(seed), _pool()
+    out: list[tuple[str, list[str]]] = []
+    hashes: list[int] = []
+    while len(out) < n:
+        sentences = rng.sample(pool, min(len(pool), 12))
+        paragraphs = [f"编号{len(out)}的报道。"] + ["".join(sentences[k:k + 3]) for k in range(0, 12, 3)]
+        fp = fingerprint_text("\n".join(paragraphs)).simhash
+        if all(hamming(fp, h) > 8 for h in hashes):
+            out.append((f"第{len(out)}号新闻", paragraphs))
+            hashes.append(fp)
+    return out
+
+
+def _slow(body: bytes, delay: float) -> Resource:
+    def payload() -> bytes:
+        time.sleep(delay)
+        return body
+    return Resource(payload, headers={"Content-Type": "text/html; charset=utf-8"})
+
+
+def _article(title: str, paragraphs: list[str], layout: str) -> str:
+    body = "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
+    if layout == "a":
+        return (f'<html><head><meta charset="utf-8"><title>{escape(title)} - A报</title></head><body>'
+                f'<div class="nav"><a href="/">首页</a></div><div class="article"><h1>{escape(title)}</h1>'
+                f'<div class="content">{body}</div></div><div class="footer">A报 版权所有</div></body></html>')
+    return (f'<html><head><meta charset="utf-8"><title>{escape(title)}_B网</title></head><body>'
+            f'<div class="top"><a href="/">B网</a></div><div class="main"><h1>{escape(title)}</h1>'
+            f'<div id="artibody">{body}</div></div><div class="side"><a href="/">热门</a></div></body></html>')
+
+
+def _listing(paths: list[str], pages: int, prefix: str) -> dict[str, str]:
+    """Home + list pages (PER_LIST links each, chained with 下一页) over paths."""
+    out = {}
+    lists = max(1, -(-len(paths) // PER_LIST))
+    out["/"] = "".join(f'<a href="{prefix}{k}.html">第{k}页</a> ' for k in range(min(lists, 2)))
+    for k in range(lists):
+        links = "".join(f'<li><a href="{p}">文章</a></li>' for p in paths[k * PER_LIST:(k + 1) * PER_LIST])
+        nxt = f'<a href="{prefix}{k + 1}.html">下一页</a>' if k + 1 < lists else ""
+        out[f"{prefix}{k}.html"] = f"<ul>{links}</ul>{nxt}"
+    return {p: f'<html><head><meta charset="utf-8"><title>列表</title></head><body>{b}</body></html>'
+            for p, b in out.items()}
+
+
+@dataclass
+class Expected:
+    """Which URLs carry which story (story id -> urls)."""
+
+    groups: dict[int, list[str]] = field(default_factory=dict)
+
+    @property
+    def pages(self) -> int:
+        """Article URLs in total."""
+        return sum(len(v) for v in self.groups.values())
+
+
+class NewsSites:
+    """Sites A and B on 127.0.0.1 (own ports), slowed by `delay` per response."""
+
+    def __init__(self, originals: int = ORIGINALS, own_b: int = OWN_B, delay: float = DELAY) -> None:
+        stories = make_stories(originals + own_b)
+        a_paths = [f"/news/{i}.html" for i in range(originals)]
+        copied = list(range(0, originals, 3))
+        b_stories = copied + list(range(originals, originals + own_b))
+        b_paths = [f"/c/{i}.html" for i in b_stories]
+        site_a = {p: _slow(h.encode(), delay) for p, h in _listing(a_paths, 0, "/list/").items()}
+        site_b = {p: _slow(h.encode(), delay) for p, h in _listing(b_paths, 0, "/l/").items()}
+        for i, path in enumerate(a_paths):
+            site_a[path] = _slow(_article(*stories[i], "a").encode(), delay)
+        for i, path in zip(b_stories, b_paths):
+            site_b[path] = _slow(_article(*stories[i], "b").encode(), delay)
+        self.server = SiteServer({"a": site_a, "b": site_b}).start()
+        a, b = self.server.base("a"), self.server.base("b")
+        self.expected = Expected({i: [a + p] for i, p in enumerate(a_paths)})
+        for i, path in zip(b_stories, b_paths):
+            self.expected.groups.setdefault(i, []).append(b + path)
+
+    @property
+    def start_urls(self) -> str:
+        """Both home pages, comma separated (the news spider's start_urls argument)."""
+        return f"{self.server.base('a')}/,{self.server.base('b')}/"
+
+    def article_hits(self) -> dict[str, int]:
+        """How often each article URL was fetched."""
+        out = {}
+        for name in ("a", "b"):
+            base = self.server.base(name)
+            for path, n in self.server.hits(name).items():
+                if path.startswith(("/news/", "/c/")):
+                    out[base + path] = n
+        return out
+
+    def stop(self) -> None:
+        """Stop serving."""
+        self.server.stop()
+
+
+def crawl_env(config=None, var_dir: Path | None = None, db: str | None = None) -> dict[str, str]:
+    """Environment of a crawler subprocess: the given store config, or embedded servers under var_dir."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MONGO_URI", "REDIS_URL")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), env.get("PYTHONPATH")]))
+    if config is not None:
+        env.update(MONGO_URI=config.mongo_uri, REDIS_URL=config.redis_url, ZHDEDUP_DB=config.db_name,
+                   ZHDEDUP_PREFIX=config.key_prefix, ZHDEDUP_VAR=str(config.var_dir))
+    else:
+        env.update(ZHDEDUP_VAR=str(var_dir), ZHDEDUP_DB=db or "rel", ZHDEDUP_PREFIX=f"{db or 'rel'}:")
+    return env
+
+
+class CrawlProc:
+    """`scrapy crawl news` as a subprocess we can signal; log in a file."""
+
+    def __init__(self, start_urls: str, env: dict[str, str], log: Path, settings: dict[str, str] | None = None,
+                 store: dict[str, Any] | None = None) -> None:
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_urls={start_urls}",
+               "-a", "sitemaps=0"]
+        all_settings = {**FAST, **(settings or {})}
+        if store:
+            all_settings["ZHDEDUP_STORE"] = json.dumps(store)
+        for k, v in all_settings.items():
+            cmd += ["-s", f"{k}={v}"]
+        self.log_path = log
+        self._log = open(log, "wb")
+        self.proc = subprocess.Popen(cmd, cwd=PROJECT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    @property
+    def log(self) -> str:
+        """Everything the crawl printed so far."""
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait(self, timeout: float = 90) -> int:
+        """Exit code (kills the crawl and fails if it runs longer than timeout)."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"crawl hung for {timeout} s:\n{self.log[-3000:]}") from None
+        finally:
+            self._log.close()
+
+    def signal(self, sig: int) -> None:
+        """Send a signal to the crawler process."""
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        """SIGKILL, then reap."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self._log.close()
+
+
+def wait_until(cond: Callable[[], Any], timeout: float, what: str, proc: CrawlProc | None = None) -> Any:
+    """Poll cond until it is truthy; fail naming `what` (and the crawl's log) on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        if proc is not None and proc.proc.poll() is not None:
+            raise AssertionError(f"crawl ended before {what}:\n{proc.log[-3000:]}")
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}" + (f":\n{proc.log[-3000:]}" if proc else ""))
+
+
+def count_pages(store) -> int:
+    """Pages stored so far (raw pymongo, no retries: used while servers are being killed)."""
+    try:
+        return store.pages.count_documents({})
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def assert_every_story_once(store, expected: Expected) -> dict[str, Any]:
+    """Each story: exactly one URL stored, every other URL recorded as a duplicate of that page;
+    nothing else in either collection, no URL twice."""
+    pages = list(store.pages.find({}, {"url": 1}))
+    dups = list(store.duplicates.find({}, {"url": 1, "original_id": 1}))
+    page_urls = [p["url"] for p in pages]
+    dup_urls = [d["url"] for d in dups]
+    assert len(page_urls) == len(set(page_urls)), "a URL stored twice"
+    assert len(dup_urls) == len(set(dup_urls)), "a copy recorded twice"
+    id_of = {p["url"]: str(p["_id"]) for p in pages}
+    orig_of = {d["url"]: d["original_id"] for d in dups}
+    problems = []
+    for story, urls in expected.groups.items():
+        kept = [u for u in urls if u in id_of]
+        if len(kept) != 1:
+            problems.append(f"story {story}: stored {len(kept)} times ({kept}); urls {urls}")
+            continue
+        for u in urls:
+            if u != kept[0] and orig_of.get(u) != id_of[kept[0]]:
+                problems.append(f"story {story}: copy {u} recorded as {orig_of.get(u)!r}, "
+                                f"original {kept[0]} is {id_of[kept[0]]}")
+    known = {u for urls in expected.groups.values() for u in urls}
+    extra = (set(page_urls) | set(dup_urls)) - known
+    assert not problems and not extra, "\n".join(problems + [f"unexpected: {sorted(extra)}"])
+    assert len(page_urls) + len(dup_urls) == expected.pages
+    return {"pages": len(page_urls), "duplicates": len(dup_urls)}
+
+
+class Ticker:
+    """Run fn every `every` seconds in a thread until stopped (samples, watchdogs)."""
+
+    def __init__(self, fn: Callable[[], None], every: float) -> None:
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, args=(fn, every), daemon=True)
+        self._t.start()
+
+    def _run(self, fn: Callable[[], None], every: float) -> None:
+        while not self._stop.wait(every):
+            fn()
+
+    def stop(self) -> None:
+        """Stop the thread."""
+        self._stop.set()
+        self._t.join(5)
