@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -14,6 +15,18 @@ from fingerprint.neardup import passage_coverage
 from pipelines._store import run_blocking, store_for
 
 RECENT = 10_000  # ids -> urls of recently checked pages, for originals that are not stored yet
+
+
+def _day(value: Any) -> dt.date | None:
+    """A publish date as a date (extraction gives "YYYY-MM-DD"; None when unknown or unreadable)."""
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value)[:10]) if value else None
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -37,7 +50,8 @@ NEW = _New()
 class DedupPipeline:
     """Exact duplicate (same normalised-text hash), near duplicate (SimHash within k bits) or copy by
     shared passages (fingerprint.neardup's third step) of a page seen before: record the copy and raise
-    DropItem naming the original; otherwise the page is new."""
+    DropItem naming the original; otherwise the page is new. The original is the earliest published
+    copy: a copy published before the stored original takes its place (the old one becomes the copy)."""
 
     def __init__(self, crawler, k: int, passages: bool = True, coverage: float = 0.75,
                  min_shared: int = 2) -> None:
@@ -69,6 +83,15 @@ class DedupPipeline:
         if res.kind == "new":
             self._remember(a["page_id"], a["url"])
             a["dedup"] = {"kind": "new", "spooled": bool(getattr(res, "spooled", False))}
+            return item
+        if await run_blocking(self.crawler, self._published_earlier, a, res.original_id):
+            await run_blocking(self.crawler, self.store.replace_original, res.original_id, {
+                "id": a["page_id"], "url": a["url"], "content_hash": a["content_hash"],
+                "simhash": int(a["simhash"]), "sketch": a.get("sketch")}, res.kind,
+                None if res.kind == "passages" else int(res.distance), getattr(res, "coverage", None))
+            self.stats.inc_value("zhdedup/replaced_original")
+            self._remember(a["page_id"], a["url"])
+            a["dedup"] = {"kind": "new", "replaced": res.original_id}
             return item
         original_url = await self._original_url(res.original_id)
         await run_blocking(self.crawler, self.store.record_duplicate, {
@@ -109,6 +132,14 @@ class DedupPipeline:
                 return page.get("text")
             time.sleep(delay)
         return None
+
+    def _published_earlier(self, a: ItemAdapter, original_id: str | None) -> bool:
+        """Is this copy's publish date earlier than the stored original's? (then it is the original)"""
+        mine = _day(a.get("published"))
+        if mine is None or not original_id or original_id == a.get("page_id"):
+            return False
+        theirs = _day((self.store.get_page(original_id) or {}).get("published"))
+        return theirs is not None and mine < theirs
 
     def _remember(self, page_id: str, url: str) -> None:
         """Keep a bounded map of recently kept pages (their originals may not be stored yet)."""

@@ -413,6 +413,36 @@ class Store:
         except StorageUnavailable:
             self._spool("record_duplicate", doc=d)
 
+    def replace_original(self, old_id: str, new: dict, method: str, distance: int | None = None,
+                         coverage: float | None = None) -> None:
+        """A page found to copy `old_id` was published earlier: it becomes the original (Nutch's rule).
+
+        The old page moves to `duplicates` (as a copy of the new one), its copies are re-pointed, its
+        matches keep its text, and the Redis entries change owner. `new` holds the new page's id, url,
+        content_hash, simhash and sketch; the caller then saves the new page as usual. Not atomic across
+        crawlers: two crawlers promoting copies of one story at the same instant could both win.
+        """
+        old = self._retry("mongo", self.pages.find_one, {"_id": to_oid(old_id)})
+        if old is None:
+            return
+        self.record_duplicate({"url": old["url"], "original_id": new["id"], "original_url": new["url"],
+                               "method": method, "distance": distance, "coverage": coverage,
+                               "site": old.get("site"), "title": old.get("title"), "fetched": old.get("fetched"),
+                               "content_hash": old.get("content_hash"), "replaced_by_earlier": True})
+        self._retry("mongo", self.duplicates.update_many, {"original_id": str(old["_id"])},
+                    {"$set": {"original_id": new["id"], "original_url": new["url"]}})
+        self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
+                    {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
+        self._retry("mongo", self.pages.delete_one, {"_id": old["_id"]})
+        if isinstance(old.get("content_hash"), str) and isinstance(old.get("simhash"), int):
+            self._retry("redis", self.index.remove, str(old["_id"]), old["content_hash"], to_unsigned64(old["simhash"]))
+        if old.get("sketch"):
+            self._retry("redis", self.sketches.unclaim, str(old["_id"]), [to_unsigned64(v) for v in old["sketch"]])
+        self._retry("redis", self.index.check, new["id"], new["content_hash"], int(new["simhash"]),
+                    self.config.simhash_k, True)
+        if new.get("sketch"):
+            self._retry("redis", self.sketches.claim, new["id"], new["sketch"], 10 ** 6)
+
     def duplicates_of(self, original_id: str) -> list[dict]:
         """Every recorded copy of one page (the cluster), oldest first."""
         cur = self.duplicates.find({"original_id": str(original_id)}).sort("fetched", 1)

@@ -123,3 +123,31 @@ def test_copies_simhash_misses_are_dropped_by_shared_passages(store, store_confi
     assert kept["dedup"]["kind"] == "new" and crawler.stats.get_value("zhdedup/dropped/passages") == 1
     # the copy left nothing behind in the index: a third copy is still compared with the original
     assert store.claim_sketch("probe", copy["sketch"], 1)[1][0][0] == first["page_id"]
+
+
+def test_a_copy_published_earlier_becomes_the_original(store, store_config):
+    """Nutch's rule: the earliest published copy is the original, whichever was crawled first."""
+    crawler = crawler_for(store_config)
+    crawler.stats.open_spider()
+    pipes = [FingerprintPipeline.from_crawler(crawler), DedupPipeline.from_crawler(crawler),
+             StorePipeline.from_crawler(crawler)]
+    story = "\n".join(STORIES[3]["paragraphs"])
+
+    def dated(url: str, text: str, published: str) -> dict:
+        return {**item(url, text), "published": published}
+
+    async def scenario():
+        late = await through(pipes, dated("http://reprint.example/1.html", story + "（转载）", "2025-03-12"))
+        early = await through(pipes, dated("http://origin.example/1.html", story, "2025-03-10"))
+        with pytest.raises(DropItem, match=r"duplicate of http://origin\.example/1\.html"):
+            await through(pipes, dated("http://third.example/1.html", story + "（完）", "2025-03-15"))
+        return late, early
+
+    late, early = asyncio.run(scenario())
+    assert early["dedup"] == {"kind": "new", "replaced": late["page_id"]}
+    assert store.get_page(late["page_id"]) is None and store.get_page(early["page_id"])["url"] == "http://origin.example/1.html"
+    moved = store.duplicates.find_one({"url": "http://reprint.example/1.html"})
+    assert moved["original_id"] == early["page_id"] and moved["replaced_by_earlier"] is True
+    third = store.duplicates.find_one({"url": "http://third.example/1.html"})
+    assert third["original_id"] == early["page_id"]
+    assert crawler.stats.get_value("zhdedup/replaced_original") == 1
