@@ -82,12 +82,21 @@ def _codepoints(text: str) -> np.ndarray:
     return np.minimum(cps, 0x2FFFF)
 
 
+def _stream(text: str, cuts: bool) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Letter codes, their offsets and (if asked) the sentence cuts, from one pass over the text."""
+    cps = _codepoints(text)
+    all_codes = initial_codes()[cps]
+    offsets = np.flatnonzero(all_codes)
+    if not cuts:
+        return all_codes[offsets], offsets, []
+    ends = np.flatnonzero(_end_mask()[cps])
+    return all_codes[offsets], offsets, np.unique(np.searchsorted(offsets, ends)).tolist()
+
+
 def letter_stream(text: str) -> tuple[np.ndarray, np.ndarray]:
     """(letter codes 1..26, their character offsets in text) for the Han characters of text."""
-    cps = _codepoints(text)
-    codes = initial_codes()[cps]
-    offsets = np.flatnonzero(codes)
-    return codes[offsets], offsets
+    codes, offsets, _ = _stream(text, cuts=False)
+    return codes, offsets
 
 
 def initials_text(text: str) -> str:
@@ -98,11 +107,7 @@ def initials_text(text: str) -> str:
 
 def sentence_cuts(text: str) -> list[int]:
     """Letter-stream indices where a sentence ends (candidate window boundaries)."""
-    cps = _codepoints(text)
-    is_letter = initial_codes()[cps] > 0
-    letters_before = np.cumsum(is_letter)
-    cuts = letters_before[_end_mask()[cps]]
-    return sorted(set(cuts.tolist()))
+    return _stream(text, cuts=True)[2]
 
 
 def windows(n_letters: int, cuts: list[int], params: DnaParams = DEFAULT_PARAMS) -> list[tuple[int, int]]:
@@ -162,9 +167,8 @@ def window_values(codes: np.ndarray, spans: list[tuple[int, int]], params: DnaPa
 
 def dna(text: str, params: DnaParams = DEFAULT_PARAMS) -> tuple[int, ...]:
     """The DNA of a text: one integer per window, in text order."""
-    codes, _ = letter_stream(text)
-    spans = windows(len(codes), sentence_cuts(text) if params.anchored else [], params)
-    return tuple(window_values(codes, spans, params))
+    codes, _, cuts = _stream(text, cuts=params.anchored)
+    return tuple(window_values(codes, windows(len(codes), cuts, params), params))
 
 
 def dna_containment(a: tuple[int, ...], b: tuple[int, ...]) -> float:

@@ -5,9 +5,9 @@ hard dependency, never a "use it if installed" choice: a different segmenter giv
 and so different fingerprints. Weights are TF-IDF with jieba's IDF table (frozen since jieba 0.42.1)
 or plain TF, rounded to integers so the SimHash sums are exact on every machine.
 
-Per-token work is vectorised: the tokens are joined into one byte string, every token's 64-bit
-hash is a polynomial hash of its UTF-8 bytes computed with prefix sums (then mixed with splitmix64),
-and IDF weights are found by binary search in a table keyed by the same hash. Stopwords and tokens
+Per-token work is vectorised: the tokens are joined into one string, every token's 64-bit
+hash is a polynomial hash of its code points computed with prefix sums (then mixed with splitmix64),
+and IDF weights are found in a table keyed by the same hash, bucketed by its top 20 bits. Stopwords and tokens
 without a letter, digit or Han character have weight 0.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hash_segments(data: np.ndarray) -> np.ndarray:
-    """Hashes of the _SEP-separated segments of data: sum(b_j * P^(L-1-j)), then mixed."""
+    """Hashes of the 0-separated segments of data (code points): sum(c_j * P^(L-1-j)), then mixed."""
     seps = np.flatnonzero(data == 0)
     starts = np.concatenate([[0], seps + 1])
     ends = np.concatenate([seps, [len(data)]])
@@ -58,7 +58,7 @@ def hash_text_tokens(tokens: Sequence[str]) -> np.ndarray:
     """Stable 64-bit hash of each token (tokens never contain NUL: see _SEP)."""
     if not tokens:
         return np.zeros(0, dtype=np.uint64)
-    return _hash_segments(np.frombuffer("\x00".join(tokens).encode("utf-8"), dtype=np.uint8))
+    return _hash_segments(np.frombuffer("\x00".join(tokens).encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
 
 
 @lru_cache(maxsize=None)
@@ -93,11 +93,33 @@ def _non_content_chars() -> set[str]:
     return out
 
 
+_BUCKET_BITS = 20
+
+
+@lru_cache(maxsize=None)
+def _idf_buckets() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """The IDF table by its hashes' top bits: start of each bucket, and the largest bucket."""
+    keys, values, median = idf_lookup()
+    bucket = (keys >> np.uint64(64 - _BUCKET_BITS)).astype(np.int64)
+    starts = np.searchsorted(bucket, np.arange((1 << _BUCKET_BITS) + 1))
+    widest = int(np.diff(starts).max())
+    # padded so a probe past the last key reads a sentinel instead of running off the end
+    pad_keys = np.concatenate([keys, np.zeros(widest, dtype=np.uint64)])
+    pad_values = np.concatenate([values, np.zeros(widest)])
+    return pad_keys, pad_values, starts, median, widest
+
+
 def idf_of(hashes: np.ndarray) -> np.ndarray:
     """IDF of each token hash: jieba's value, the median for unknown words, 0 for non-content."""
-    keys, values, median = idf_lookup()
-    idx = np.minimum(np.searchsorted(keys, hashes), len(keys) - 1)
-    return np.where(keys[idx] == hashes, values[idx], median)
+    keys, values, starts, median, widest = _idf_buckets()
+    b = (hashes >> np.uint64(64 - _BUCKET_BITS)).astype(np.int64)
+    pos, end = starts[b], starts[b + 1]
+    out = np.full(len(hashes), median)
+    for _ in range(widest):  # buckets hold 0-3 keys: a few vectorised probes
+        hit = (pos < end) & (keys[pos] == hashes)
+        out[hit] = values[pos[hit]]
+        pos = pos + 1
+    return out
 
 
 class Tokenizer:

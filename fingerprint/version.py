@@ -7,7 +7,7 @@ from __future__ import annotations
 
 NORMALIZER = "norm1"          # fingerprint/normalize.py rules + data/t2s_chars.tsv (OpenCC t2s, char level)
 TOKENIZER = "rjieba0.2"       # rjieba 0.2.x with jieba's dictionary; data/stopwords_zh.txt
-SIMHASH = "sh64-polymix-tfidf1000"  # tokens.hash_text_tokens, jieba 0.42.1 IDF x 1000, rounded
+SIMHASH = "sh64-polymix32-tfidf1000"  # tokens.hash_text_tokens, jieba 0.42.1 IDF x 1000, rounded
 EXACT = "b2b128-compact"      # BLAKE2b-128 of the normalised text without spaces and punctuation
 DNA = "dna48o50l4a2"          # fingerprint/dna.py DEFAULT_PARAMS + data/initials.tsv + initial_reference.tsv
 
