@@ -2,7 +2,7 @@
 
 k-shingle Jaccard (seed 001's baseline), MinHash (datasketch, the maintained implementation) with
 LSH banding, the top-5 longest sentences signature (seed 003), winnowing of character k-grams
-(seed 000). All work on the normalised text; all are deterministic (no salted hash()).
+(seed 000). All work on the normalised text; all are deterministic (stable hashes, never the salted built-in).
 """
 from __future__ import annotations
 
