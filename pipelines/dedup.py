@@ -1,7 +1,6 @@
 """DedupPipeline: drop exact and near duplicates through the store's atomic check-and-insert."""
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import time
 from collections import OrderedDict
@@ -27,6 +26,15 @@ def _day(value: Any) -> dt.date | None:
         return dt.date.fromisoformat(str(value)[:10]) if value else None
     except ValueError:
         return None
+
+
+def _published_earlier(a: ItemAdapter, original_id: str | None, original: dict | None) -> bool:
+    """Is this copy's publish date earlier than the stored original's? (then it is the original)"""
+    mine = _day(a.get("published"))
+    if mine is None or original is None or original_id == a.get("page_id"):
+        return False
+    theirs = _day(original.get("published"))
+    return theirs is not None and mine < theirs
 
 
 @dataclass(frozen=True)
@@ -84,7 +92,10 @@ class DedupPipeline:
             self._remember(a["page_id"], a["url"])
             a["dedup"] = {"kind": "new", "spooled": bool(getattr(res, "spooled", False))}
             return item
-        if await run_blocking(self.crawler, self._published_earlier, a, res.original_id):
+        original = None  # the original's stored page, read once, only when its url or date is needed
+        if res.original_id and (res.original_id not in self.recent or _day(a.get("published"))):
+            original = await run_blocking(self.crawler, self._stored_page, res.original_id)
+        if _published_earlier(a, res.original_id, original):
             await run_blocking(self.crawler, self.store.replace_original, res.original_id, {
                 "id": a["page_id"], "url": a["url"], "content_hash": a["content_hash"],
                 "simhash": int(a["simhash"]), "sketch": a.get("sketch")}, res.kind,
@@ -93,7 +104,8 @@ class DedupPipeline:
             self._remember(a["page_id"], a["url"])
             a["dedup"] = {"kind": "new", "replaced": res.original_id}
             return item
-        original_url = await self._original_url(res.original_id)
+        original_url = (self.recent.get(res.original_id) or (original or {}).get("url")
+                        or (f"page {res.original_id}" if res.original_id else "?"))
         await run_blocking(self.crawler, self.store.record_duplicate, {
             "url": a["url"], "canonical_url": a.get("canonical_url"), "original_id": res.original_id,
             "original_url": original_url, "method": res.kind,
@@ -117,46 +129,24 @@ class DedupPipeline:
         for other_id, _, other_seq in sorted(others, key=lambda o: (-o[1], o[2])):
             if other_seq >= seq:
                 continue
-            other = self._kept_text(other_id)
+            other = (self._stored_page(other_id) or {}).get("text")
             coverage = passage_coverage(other, a["text"]) if other is not None else 0.0
             if coverage >= self.coverage:
                 self.store.forget_copy(a["page_id"], a["content_hash"], int(a["simhash"]), a["sketch"])
                 return PassageCopy(other_id, coverage)
         return NEW
 
-    def _kept_text(self, page_id: str) -> str | None:
-        """Text of a kept page; a crawler that claimed it a moment ago may still be saving it."""
+    def _stored_page(self, page_id: str) -> dict | None:
+        """A kept page from MongoDB; another crawler may have claimed it in Redis and still be saving it."""
         for delay in (0.05, 0.1, 0.2, 0.4, 0.0):
             page = self.store.get_page(page_id)
             if page:
-                return page.get("text")
+                return page
             time.sleep(delay)
         return None
-
-    def _published_earlier(self, a: ItemAdapter, original_id: str | None) -> bool:
-        """Is this copy's publish date earlier than the stored original's? (then it is the original)"""
-        mine = _day(a.get("published"))
-        if mine is None or not original_id or original_id == a.get("page_id"):
-            return False
-        theirs = _day((self.store.get_page(original_id) or {}).get("published"))
-        return theirs is not None and mine < theirs
 
     def _remember(self, page_id: str, url: str) -> None:
         """Keep a bounded map of recently kept pages (their originals may not be stored yet)."""
         self.recent[page_id] = url
         if len(self.recent) > RECENT:
             self.recent.popitem(last=False)
-
-    async def _original_url(self, original_id: str | None) -> str:
-        """URL of the original page: recent memory, else the store, else its id."""
-        if not original_id:
-            return "?"
-        if original_id in self.recent:
-            return self.recent[original_id]
-        # another crawler may have claimed the original in Redis and not saved it to MongoDB yet
-        for delay in (0.05, 0.1, 0.2, 0.4, 0.0):
-            page = await run_blocking(self.crawler, self.store.get_page, original_id)
-            if page:
-                return page.get("url") or f"page {original_id}"
-            await asyncio.sleep(delay)
-        return f"page {original_id}"
