@@ -3,7 +3,7 @@
     python -m benchmarks.bench_fingerprint [--docs 600] [--sizes 1e5,1e6,1e7]
 
 Prints docs/s for 3,000-character documents (SimHash + DNA + exact hash, against the tokenizer's
-own cost), and query latency of fingerprint.HammingIndex against a brute-force numpy scan and the
+own cost, with the compiled kernels and without them), and query latency of fingerprint.HammingIndex against a brute-force numpy scan and the
 `simhash` package's SimhashIndex.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ def bench_fingerprinting(n_docs: int) -> None:
     import jieba
     import rjieba
 
-    from fingerprint import content_hash, dna, fingerprint_text, normalize, simhash
+    from fingerprint import content_hash, dna, fingerprint_text, normalize, simhash, speedups
 
     docs = load_docs(n_docs)
     fingerprint_text(docs[0])
@@ -62,13 +62,26 @@ def bench_fingerprinting(n_docs: int) -> None:
         ("simhash (normalize + tokens + hash)", rate(simhash, docs)),
         ("dna", rate(dna, docs)),
         ("content_hash", rate(content_hash, docs)),
+        ("fingerprint_text, numpy only", _numpy_only(fingerprint_text, docs)),
         ("fingerprint_text (SimHash + DNA + exact)", rate(fingerprint_text, docs)),
     ]
-    print(f"\nFingerprinting {len(docs)} documents of 3,000 characters, one core")
+    kernels = "compiled kernels" if speedups.available() else "numpy only: fingerprint/_speedups.c not built"
+    print(f"\nFingerprinting {len(docs)} documents of 3,000 characters, one core ({kernels})")
     print(f"{'step':<44}{'docs/s':>10}{'ms/doc':>10}")
     for name, r in rows:
         print(f"{name:<44}{r:>10.0f}{1000 / r:>10.2f}")
     print(f"full fingerprint costs {rows[0][1] / rows[-1][1]:.2f}x the tokenizer alone")
+
+
+def _numpy_only(fn, docs: list[str]) -> float:
+    """rate(fn) with the compiled kernels switched off: what an install without a C compiler gets."""
+    from fingerprint import speedups
+
+    kernel, speedups.KERNEL = speedups.KERNEL, None
+    try:
+        return rate(fn, docs)
+    finally:
+        speedups.KERNEL = kernel
 
 
 def _latencies(fn, queries) -> tuple[float, float]:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from fingerprint import speedups
 from fingerprint.cluster import SinglePass
 from fingerprint.compare import containment, minhash, shingle_jaccard, top_sentences_signature, winnowing_fingerprints
 from fingerprint.dna import DEFAULT_PARAMS, SEED_PARAMS, dna, dna_containment
@@ -18,6 +19,7 @@ from fingerprint.matcher import CopyMatcher, compare_texts
 from fingerprint.neardup import NearDupParams, NearDuplicateDetector, is_near_duplicate
 from fingerprint.simhash import hamming, simhash
 from fingerprint.tokens import Tokenizer
+from fingerprint.version import FINGERPRINT_VERSION
 
 ENCODINGS = ("utf-8", "gb18030", "big5")
 
@@ -211,7 +213,10 @@ def _user_words(path: str | None) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fingerprint", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m fingerprint", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"{FINGERPRINT_VERSION} "
+                   f"({'compiled kernels' if speedups.available() else 'numpy only: fingerprint/_speedups.c not built'})")
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--weighting", choices=["tfidf", "tf"], default="tfidf")

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from fingerprint import speedups
 from fingerprint._tables import LETTERS, initial_codes, _read
 
 DNA_LETTERS = "abcdefghjklmnopqrstwxyz"
@@ -167,6 +168,11 @@ def window_values(codes: np.ndarray, spans: list[tuple[int, int]], params: DnaPa
 
 def dna(text: str, params: DnaParams = DEFAULT_PARAMS) -> tuple[int, ...]:
     """The DNA of a text: one integer per window, in text order."""
+    kernel = speedups.KERNEL
+    if kernel is not None:
+        column, shares, _ = _letter_tables(params.levels)
+        return tuple(kernel.dna(text, initial_codes(), _end_mask(), column, shares,
+                                params.granularity, params.step, params.levels, params.anchored))
     codes, _, cuts = _stream(text, cuts=params.anchored)
     return tuple(window_values(codes, windows(len(codes), cuts, params), params))
 

@@ -5,8 +5,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from fingerprint import speedups
 from fingerprint.normalize import normalize
-from fingerprint.tokens import Tokenizer, default_tokenizer, token_hash
+from fingerprint.tokens import BUCKET_BITS, Tokenizer, default_tokenizer, idf_buckets, token_hash
 
 BITS = 64
 _SHIFTS = np.arange(BITS, dtype=np.uint64)
@@ -32,7 +33,14 @@ def simhash(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = N
             normalized: bool = False) -> int:
     """64-bit SimHash of a text (unsigned int)."""
     tok = tokenizer or default_tokenizer()
-    return simhash_hashed(*tok.hashed_weights(text if normalized else normalize(text), weighting))
+    norm = text if normalized else normalize(text)
+    kernel = speedups.KERNEL
+    if kernel is None or "\x00" in norm:  # NUL splits tokens in the numpy hash; normalize removes it
+        return simhash_hashed(*tok.hashed_weights(norm, weighting))
+    if weighting not in ("tfidf", "tf"):
+        raise ValueError(f"unknown weighting {weighting!r}: use 'tfidf' or 'tf'")
+    keys, values, starts, median, _ = idf_buckets()
+    return kernel.simhash_tokens(tok.cut(norm), keys, values, starts, BUCKET_BITS, median, weighting == "tfidf")
 
 
 def hamming(a: int, b: int) -> int:

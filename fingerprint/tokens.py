@@ -93,15 +93,15 @@ def _non_content_chars() -> set[str]:
     return out
 
 
-_BUCKET_BITS = 20
+BUCKET_BITS = 20
 
 
 @lru_cache(maxsize=None)
-def _idf_buckets() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
+def idf_buckets() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
     """The IDF table by its hashes' top bits: start of each bucket, and the largest bucket."""
     keys, values, median = idf_lookup()
-    bucket = (keys >> np.uint64(64 - _BUCKET_BITS)).astype(np.int64)
-    starts = np.searchsorted(bucket, np.arange((1 << _BUCKET_BITS) + 1))
+    bucket = (keys >> np.uint64(64 - BUCKET_BITS)).astype(np.int64)
+    starts = np.searchsorted(bucket, np.arange((1 << BUCKET_BITS) + 1))
     widest = int(np.diff(starts).max())
     # padded so a probe past the last key reads a sentinel instead of running off the end
     pad_keys = np.concatenate([keys, np.zeros(widest, dtype=np.uint64)])
@@ -111,8 +111,8 @@ def _idf_buckets() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
 
 def idf_of(hashes: np.ndarray) -> np.ndarray:
     """IDF of each token hash: jieba's value, the median for unknown words, 0 for non-content."""
-    keys, values, starts, median, widest = _idf_buckets()
-    b = (hashes >> np.uint64(64 - _BUCKET_BITS)).astype(np.int64)
+    keys, values, starts, median, widest = idf_buckets()
+    b = (hashes >> np.uint64(64 - BUCKET_BITS)).astype(np.int64)
     pos, end = starts[b], starts[b + 1]
     out = np.full(len(hashes), median)
     for _ in range(widest):  # buckets hold 0-3 keys: a few vectorised probes

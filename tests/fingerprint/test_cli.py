@@ -73,3 +73,11 @@ def test_huge_document_is_processed(tmp_path, size_mb, chapters):
     src.write_text(json.dumps({"id": "big", "text": big}, ensure_ascii=False) + "\n")
     r = run("dedup", str(src))
     assert r.returncode == 0 and b"documents 1" in r.stderr
+
+
+def test_version_names_the_fingerprint_version_and_the_implementation():
+    from fingerprint import FINGERPRINT_VERSION
+
+    r = run("--version")
+    assert r.returncode == 0
+    assert r.stdout.decode().split() == [FINGERPRINT_VERSION, "(compiled", "kernels)"]

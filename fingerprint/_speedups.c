@@ -1,0 +1,434 @@
+/* Compiled kernels for the two per-document hot loops: SimHash of a token list and pinyin-initial DNA.
+ *
+ * Each function gives exactly what its numpy version in tokens.py/simhash.py and dna.py gives (the
+ * tests compare them on real texts): the same token hash, the same IEEE double operations in the same
+ * order for weights and DNA levels, and integer sums. Build with -ffp-contract=off so the compiler
+ * never fuses a multiply and an add. Tables (IDF, letter codes) are passed in from Python as buffers,
+ * so there is one copy of every table and it is built in one place.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POLY_P 0x100000001B3ULL /* tokens.py _P */
+#define DNA_COLUMNS 23          /* dna.py DNA_LETTERS */
+#define MAX_CODEPOINT 0x2FFFF   /* dna.py _codepoints: larger code points read the last table entry */
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+/* tokens.py hash_text_tokens: sum(c_j * P^(L-1-j)) over the token's code points, then mix64. */
+static inline uint64_t token_hash(PyObject *token)
+{
+    int kind = PyUnicode_KIND(token);
+    const void *data = PyUnicode_DATA(token);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(token);
+    uint64_t h = 0;
+    for (Py_ssize_t i = 0; i < len; i++)
+        h = h * POLY_P + (uint64_t)PyUnicode_READ(kind, data, i);
+    return mix64(h);
+}
+
+/* BYTE_BITS[v][j] is all ones where bit j of v is set: SimHash adds a weight to those bits. */
+static int64_t BYTE_BITS[256][8];
+
+static void init_byte_bits(void)
+{
+    for (int v = 0; v < 256; v++)
+        for (int j = 0; j < 8; j++)
+            BYTE_BITS[v][j] = -(int64_t)((v >> j) & 1);
+}
+
+typedef struct {
+    uint64_t hash;
+    int64_t count; /* 0: empty slot */
+} Slot;
+
+/* Distinct token hashes with their counts, in an open-addressing table of `size` (a power of 2) slots. */
+static int count_tokens(PyObject *tokens, Slot *table, size_t size)
+{
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        if (!PyUnicode_Check(token)) {
+            PyErr_Format(PyExc_TypeError, "token %zd is %.100s, not str", i, Py_TYPE(token)->tp_name);
+            return -1;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(token) < 0)
+            return -1;
+#endif
+        uint64_t h = token_hash(token);
+        size_t at = (size_t)(h >> 20) & (size - 1); /* low bits: the IDF buckets use the top 20 */
+        while (table[at].count && table[at].hash != h)
+            at = (at + 1) & (size - 1);
+        table[at].hash = h;
+        table[at].count++;
+    }
+    return 0;
+}
+
+typedef struct {
+    const uint64_t *keys;
+    const double *values;
+    const int64_t *starts;
+    int bucket_bits;
+    double median;
+} IdfTable;
+
+/* tokens.py idf_of for each hash: jieba's IDF, the median for unknown words, 0 for non-content.
+ * The table (about 9 MB) is far bigger than the caches: the first two passes only prefetch, so the
+ * misses of all tokens overlap instead of coming one after another. */
+static void idf_of(const IdfTable *t, const uint64_t *hashes, double *out, Py_ssize_t n)
+{
+    int shift = 64 - t->bucket_bits;
+    for (Py_ssize_t i = 0; i < n; i++)
+        __builtin_prefetch(&t->starts[hashes[i] >> shift]);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t at = t->starts[hashes[i] >> shift];
+        __builtin_prefetch(&t->keys[at]);
+        __builtin_prefetch(&t->values[at]);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t h = hashes[i], b = h >> shift;
+        out[i] = t->median;
+        for (int64_t k = t->starts[b]; k < t->starts[b + 1]; k++)
+            if (t->keys[k] == h) {
+                out[i] = t->values[k];
+                break;
+            }
+    }
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t min_items, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->itemsize != itemsize || view->len / itemsize < min_items) {
+        PyErr_Format(PyExc_ValueError, "%s: expected at least %zd items of %zd bytes", name, min_items, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static void release_buffers(Py_buffer *views, int n)
+{
+    while (n--)
+        PyBuffer_Release(&views[n]);
+}
+
+/* Borrows n buffers, each at least min_items[k] items of itemsize[k] bytes; none is kept on failure. */
+static int get_buffers(PyObject *const *objs, Py_buffer *views, int n, const Py_ssize_t *itemsize,
+                       const Py_ssize_t *min_items, const char *const *names)
+{
+    for (int k = 0; k < n; k++)
+        if (get_buffer(objs[k], &views[k], itemsize[k], min_items[k], names[k]) < 0) {
+            release_buffers(views, k);
+            return -1;
+        }
+    return 0;
+}
+
+/* tokens.py idf_buckets() as buffers (keys, values, starts), checked so no lookup reads past an end. */
+static int idf_table(PyObject *const *objs, int bucket_bits, double median, Py_buffer *views, IdfTable *t)
+{
+    if (bucket_bits < 1 || bucket_bits > 30) {
+        PyErr_SetString(PyExc_ValueError, "bucket_bits must be 1..30");
+        return -1;
+    }
+    static const char *const names[3] = {"keys", "values", "starts"};
+    const Py_ssize_t buckets = (Py_ssize_t)1 << bucket_bits, itemsize[3] = {8, 8, 8}, min_items[3] = {0, 0, buckets + 1};
+    if (get_buffers(objs, views, 3, itemsize, min_items, names) < 0)
+        return -1;
+    *t = (IdfTable){views[0].buf, views[1].buf, views[2].buf, bucket_bits, median};
+    if (views[1].len < views[0].len) {
+        PyErr_SetString(PyExc_ValueError, "values: fewer than keys");
+    } else if (t->starts[0] < 0 || t->starts[buckets] > views[0].len / 8) {
+        PyErr_SetString(PyExc_ValueError, "starts points past the end of keys");
+    } else {
+        return 0;
+    }
+    release_buffers(views, 3);
+    return -1;
+}
+
+/* Adds each distinct hash's weight to the bits where it has a 1: tokens.py hashed_weights + simhash_hashed. */
+static uint64_t simhash_bits(const Slot *distinct, const double *idfs, Py_ssize_t n, int tfidf)
+{
+    int64_t ones[64] = {0}, sum = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!(idfs[i] > 0))
+            continue;
+        /* tokens.py: counts * (idf or 1.0), then * WEIGHT_SCALE, rounded half to even */
+        int64_t weight = (int64_t)nearbyint((double)distinct[i].count * (tfidf ? idfs[i] : 1.0) * 1000.0);
+        uint64_t h = distinct[i].hash;
+        sum += weight;
+        for (int k = 0; k < 8; k++) {
+            const int64_t *mask = BYTE_BITS[(h >> (8 * k)) & 0xFF];
+            for (int j = 0; j < 8; j++) /* contiguous lanes, no shifts: the compiler vectorises this */
+                ones[8 * k + j] += weight & mask[j];
+        }
+    }
+    uint64_t fp = 0;
+    for (int b = 0; b < 64; b++)
+        if (2 * ones[b] - sum > 0) /* + weight where the bit is 1, - where it is 0 */
+            fp |= 1ULL << b;
+    return fp;
+}
+
+/* SimHash of a token list; -1 with an exception set on a bad token or no memory. */
+static int simhash_of(PyObject *tokens, const IdfTable *idf, int tfidf, uint64_t *fp)
+{
+    Py_ssize_t n = PyList_GET_SIZE(tokens), distinct = 0;
+    size_t size = 16;
+    while (size < 2 * (size_t)n)
+        size <<= 1;
+    Slot *table = calloc(size, sizeof(Slot));
+    uint64_t *hashes = malloc(sizeof(uint64_t) * (size_t)n + 1);
+    double *idfs = malloc(sizeof(double) * (size_t)n + 1);
+    int err = -1;
+    if (!table || !hashes || !idfs)
+        PyErr_NoMemory();
+    else if (count_tokens(tokens, table, size) == 0) {
+        for (size_t i = 0; i < size; i++)
+            if (table[i].count)
+                table[distinct++] = table[i]; /* distinct <= i: compacting in place is safe */
+        for (Py_ssize_t i = 0; i < distinct; i++)
+            hashes[i] = table[i].hash;
+        idf_of(idf, hashes, idfs, distinct);
+        *fp = simhash_bits(table, idfs, distinct, tfidf);
+        err = 0;
+    }
+    free(table);
+    free(hashes);
+    free(idfs);
+    return err;
+}
+
+PyDoc_STRVAR(simhash_tokens_doc,
+"simhash_tokens(tokens, keys, values, starts, bucket_bits, median, tfidf) -> int\n\n"
+"SimHash of a token list, equal to simhash_hashed(*Tokenizer.hashed_weights(...)).");
+
+static PyObject *simhash_tokens(PyObject *self, PyObject *args)
+{
+    PyObject *tokens, *tables[3];
+    int bucket_bits, tfidf;
+    double median;
+    if (!PyArg_ParseTuple(args, "O!OOOidp", &PyList_Type, &tokens, &tables[0], &tables[1], &tables[2],
+                          &bucket_bits, &median, &tfidf))
+        return NULL;
+    Py_buffer views[3];
+    IdfTable idf;
+    if (idf_table(tables, bucket_bits, median, views, &idf) < 0)
+        return NULL;
+    uint64_t fp;
+    int err = simhash_of(tokens, &idf, tfidf, &fp);
+    release_buffers(views, 3);
+    return err < 0 ? NULL : PyLong_FromUnsignedLongLong(fp);
+}
+
+typedef struct {
+    int granularity, step, levels, anchored;
+    const uint8_t *codes_of;   /* code point -> letter code 1..26, 0 for none */
+    const uint8_t *is_end;     /* code point -> sentence end */
+    const int64_t *column;     /* letter code -> DNA column (DNA_COLUMNS: a spare column) */
+    const double *shares;      /* expected share of each column's letter */
+} DnaSpec;
+
+typedef struct {
+    uint8_t *letters;    /* letter codes of the text's Han characters */
+    Py_ssize_t n;        /* how many */
+    Py_ssize_t *bounds;  /* 0, the sentence ends strictly inside the stream, n: window boundaries */
+    Py_ssize_t n_bounds, capacity;
+} Stream;
+
+static int add_bound(Stream *s, Py_ssize_t at)
+{
+    if (s->n_bounds && s->bounds[s->n_bounds - 1] == at)
+        return 0;
+    if (s->n_bounds == s->capacity) {
+        Py_ssize_t *grown = realloc(s->bounds, sizeof(Py_ssize_t) * (size_t)(2 * s->capacity));
+        if (!grown)
+            return -1;
+        s->bounds = grown;
+        s->capacity *= 2;
+    }
+    s->bounds[s->n_bounds++] = at;
+    return 0;
+}
+
+/* dna.py _stream and the bounds of windows(): letter codes, and the letter indices where sentences end. */
+static int letter_stream(PyObject *text, const DnaSpec *spec, Stream *s)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+    s->n = s->n_bounds = 0;
+    s->capacity = 64;
+    s->letters = malloc((size_t)len + 1);
+    s->bounds = malloc(sizeof(Py_ssize_t) * (size_t)s->capacity);
+    if (!s->letters || !s->bounds || add_bound(s, 0) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        Py_UCS4 cp = PyUnicode_READ(kind, data, i);
+        if (cp > MAX_CODEPOINT)
+            cp = MAX_CODEPOINT;
+        uint8_t code = spec->codes_of[cp];
+        if (code)
+            s->letters[s->n++] = code;
+        else if (spec->anchored && spec->is_end[cp] && add_bound(s, s->n) < 0)
+            return -1;
+    }
+    if (s->n_bounds > 1 && s->bounds[s->n_bounds - 1] == s->n)
+        s->n_bounds--; /* an end after the last letter is the stream's own end, added next */
+    return add_bound(s, s->n);
+}
+
+/* dna.py windows, anchored: the first bound >= at if it is <= limit, else min(at, n). */
+static Py_ssize_t next_bound(const Stream *s, Py_ssize_t *i, Py_ssize_t at, Py_ssize_t limit)
+{
+    while (*i < s->n_bounds && s->bounds[*i] < at)
+        (*i)++;
+    if (*i < s->n_bounds && s->bounds[*i] <= limit)
+        return s->bounds[*i];
+    return at < s->n ? at : s->n;
+}
+
+/* dna.py window_values for one window: quantised deviation of letter counts from the reference. */
+static uint64_t window_value(const Stream *s, Py_ssize_t start, Py_ssize_t end, const DnaSpec *spec)
+{
+    int64_t counts[DNA_COLUMNS + 1] = {0};
+    for (Py_ssize_t i = start; i < end; i++)
+        counts[spec->column[s->letters[i]]]++;
+    uint64_t value = 0;
+    double half = spec->levels / 2.0, top = spec->levels - 1;
+    for (int c = 0; c < DNA_COLUMNS; c++) {
+        double expected = (double)(end - start) * spec->shares[c];
+        double z = ((double)counts[c] - expected) / sqrt(expected + 1.0);
+        double level = floor(z + half);
+        level = level < 0 ? 0 : (level > top ? top : level);
+        value = value * (uint64_t)spec->levels + (uint64_t)level;
+    }
+    return value;
+}
+
+static int emit(PyObject *out, const Stream *s, Py_ssize_t start, Py_ssize_t end, const DnaSpec *spec)
+{
+    PyObject *v = PyLong_FromUnsignedLongLong(window_value(s, start, end, spec));
+    if (!v)
+        return -1;
+    int err = PyList_Append(out, v);
+    Py_DECREF(v);
+    return err;
+}
+
+/* dna.py windows() and window_values(): each window's DNA appended to out, in text order. */
+static int dna_windows(const Stream *s, const DnaSpec *spec, PyObject *out)
+{
+    Py_ssize_t n = s->n, m = spec->granularity, step = spec->step;
+    if (n == 0)
+        return 0;
+    if (n <= m)
+        return emit(out, s, 0, n, spec);
+    if (!spec->anchored) {
+        for (Py_ssize_t start = 0; start < n - m + step; start += step)
+            if (start < n && (start == 0 || start + m <= n + step / 2))
+                if (emit(out, s, start, start + m < n ? start + m : n, spec) < 0)
+                    return -1;
+        return 0;
+    }
+    Py_ssize_t start = 0, i = 0;
+    for (;;) {
+        /* bounds are sorted and every search is at or after the previous start's: i never moves back */
+        Py_ssize_t from = i, end = next_bound(s, &i, start + m, start + 2 * m);
+        if (emit(out, s, start, end, spec) < 0)
+            return -1;
+        if (end >= n)
+            return 0;
+        i = from;
+        start = next_bound(s, &i, start + step, start + 2 * step);
+    }
+}
+
+static int dna_spec(PyObject *args, PyObject **text, DnaSpec *spec, Py_buffer views[4])
+{
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "UOOOOiiip", text, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &spec->granularity, &spec->step, &spec->levels, &spec->anchored))
+        return -1;
+    if (spec->granularity < 1 || spec->step < 1 || spec->levels < 2) {
+        PyErr_SetString(PyExc_ValueError, "granularity and step must be >= 1, levels >= 2");
+        return -1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(*text) < 0)
+        return -1;
+#endif
+    static const char *const names[4] = {"codes_of", "is_end", "column", "shares"};
+    const Py_ssize_t itemsize[4] = {1, 1, 8, 8}, min_items[4] = {MAX_CODEPOINT + 1, MAX_CODEPOINT + 1, 27, DNA_COLUMNS};
+    if (get_buffers(objs, views, 4, itemsize, min_items, names) < 0)
+        return -1;
+    spec->codes_of = views[0].buf;
+    spec->is_end = views[1].buf;
+    spec->column = views[2].buf;
+    spec->shares = views[3].buf;
+    for (int c = 0; c < 27; c++)
+        if (spec->column[c] < 0 || spec->column[c] > DNA_COLUMNS) {
+            PyErr_SetString(PyExc_ValueError, "column: values must be 0..23");
+            release_buffers(views, 4);
+            return -1;
+        }
+    return 0;
+}
+
+PyDoc_STRVAR(dna_doc,
+"dna(text, codes_of, is_end, column, shares, granularity, step, levels, anchored) -> list[int]\n\n"
+"The DNA window values of a text, equal to dna.py's numpy path.");
+
+static PyObject *dna(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    DnaSpec spec;
+    Py_buffer views[4];
+    if (dna_spec(args, &text, &spec, views) < 0)
+        return NULL;
+    Stream stream = {0};
+    PyObject *result = PyList_New(0);
+    if (result && letter_stream(text, &spec, &stream) < 0) {
+        PyErr_NoMemory();
+        Py_CLEAR(result);
+    }
+    if (result && dna_windows(&stream, &spec, result) < 0)
+        Py_CLEAR(result);
+    free(stream.letters);
+    free(stream.bounds);
+    release_buffers(views, 4);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"simhash_tokens", simhash_tokens, METH_VARARGS, simhash_tokens_doc},
+    {"dna", dna, METH_VARARGS, dna_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "fingerprint._speedups",
+    "Compiled SimHash and DNA kernels; fingerprint/ falls back to numpy without them.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void)
+{
+    init_byte_bits();
+    return PyModule_Create(&module);
+}
