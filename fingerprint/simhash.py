@@ -7,7 +7,7 @@ import numpy as np
 
 from fingerprint import speedups
 from fingerprint.normalize import normalize
-from fingerprint.tokens import BUCKET_BITS, Tokenizer, default_tokenizer, idf_buckets, token_hash
+from fingerprint.tokens import BUCKET_BITS, Tokenizer, check_weighting, default_tokenizer, idf_buckets, token_hash
 
 BITS = 64
 _SHIFTS = np.arange(BITS, dtype=np.uint64)
@@ -37,8 +37,7 @@ def simhash(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = N
     kernel = speedups.KERNEL
     if kernel is None or "\x00" in norm:  # NUL splits tokens in the numpy hash; normalize removes it
         return simhash_hashed(*tok.hashed_weights(norm, weighting))
-    if weighting not in ("tfidf", "tf"):
-        raise ValueError(f"unknown weighting {weighting!r}: use 'tfidf' or 'tf'")
+    check_weighting(weighting)
     keys, values, starts, median, _ = idf_buckets()
     return kernel.simhash_tokens(tok.cut(norm), keys, values, starts, BUCKET_BITS, median, weighting == "tfidf")
 

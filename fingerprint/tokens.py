@@ -122,6 +122,12 @@ def idf_of(hashes: np.ndarray) -> np.ndarray:
     return out
 
 
+def check_weighting(weighting: str) -> None:
+    """A clear error for a weighting other than 'tfidf' or 'tf'."""
+    if weighting not in ("tfidf", "tf"):
+        raise ValueError(f"unknown weighting {weighting!r}: use 'tfidf' or 'tf'")
+
+
 class Tokenizer:
     """rjieba segmentation with optional user words (novel characters, place names)."""
 
@@ -148,8 +154,7 @@ class Tokenizer:
 
         Weights are TF-IDF or TF, scaled by WEIGHT_SCALE and rounded, so sums are exact integers.
         """
-        if weighting not in ("tfidf", "tf"):
-            raise ValueError(f"unknown weighting {weighting!r}: use 'tfidf' or 'tf'")
+        check_weighting(weighting)
         hashes, counts = np.unique(hash_text_tokens(self.cut(normalized)), return_counts=True)
         idf = idf_of(hashes)
         content = idf > 0
