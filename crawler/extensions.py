@@ -11,10 +11,11 @@ from typing import Any
 from itemadapter import ItemAdapter
 from scrapy import signals
 
+from crawler import stats
+from pipelines.drops import DuplicateItem
+
 logger = logging.getLogger(__name__)
-STAT = "zhdedup"
 REPORT_MAX = 100_000   # kept/dropped entries listed in the report; beyond that only counted (bounded memory)
-DUP = re.compile(r"^(exact|near) duplicate of (\S+)(?: \((?:distance (\d+)|shared passages cover (\d+)%)\))?")
 
 
 def reason_key(message: str) -> str:
@@ -64,15 +65,14 @@ class CrawlSummary:
     def item_dropped(self, item: Any, response=None, exception: BaseException | None = None, spider=None) -> None:
         """Duplicates are counted by DedupPipeline; everything else is a failure with a reason."""
         message = str(exception or "dropped")
-        dup = DUP.match(message)
-        if not dup:
-            self.stats.inc_value(f"{STAT}/failed/{reason_key(message)}")
+        duplicate = isinstance(exception, DuplicateItem)
+        if not duplicate:
+            self.stats.inc_value(stats.failed(getattr(exception, "reason", None) or reason_key(message)))
         if self.report_path and self._room("dropped"):
             entry = {"url": ItemAdapter(item).get("url"), "reason": message}
-            if dup:
-                entry.update(kind=dup.group(1), original=dup.group(2),
-                             distance=int(dup.group(3)) if dup.group(3) else None,
-                             coverage=int(dup.group(4)) / 100 if dup.group(4) else None)
+            if duplicate:
+                entry.update(kind=exception.kind, original=exception.original_url,
+                             distance=exception.distance, coverage=exception.coverage)
             if ItemAdapter(item).get("matches"):
                 entry["matches"] = ItemAdapter(item).get("matches")
             self.dropped.append(entry)
@@ -80,7 +80,7 @@ class CrawlSummary:
     def item_error(self, item: Any, response=None, spider=None, failure=None) -> None:
         """An exception in a pipeline: counted, the traceback is already in the log."""
         name = type(getattr(failure, "value", None)).__name__ if failure is not None else "error"
-        self.stats.inc_value(f"{STAT}/failed/pipeline_{name.lower()}")
+        self.stats.inc_value(stats.failed(f"pipeline_{name.lower()}"))
         if self.report_path and self._room("dropped"):
             self.dropped.append({"url": ItemAdapter(item).get("url"), "reason": f"pipeline error: {failure}"})
 
@@ -96,18 +96,17 @@ class CrawlSummary:
         """Log the summary and write the report."""
         get = self.stats.get_value
         if get("extract/ok") is not None:
-            self.stats.set_value(f"{STAT}/extracted", get("extract/ok"))
+            self.stats.set_value(stats.EXTRACTED, get("extract/ok"))
         lines = [f"zhdedup summary for spider {spider.name!r} ({reason}):",
-                 f"  pages fetched        {get(f'{STAT}/fetched', 0)}",
-                 f"  candidate pages      {get(f'{STAT}/items', 0)}",
-                 f"  extracted            {get(f'{STAT}/extracted', 0)}",
-                 f"  stored               {get(f'{STAT}/stored', 0)}",
-                 f"  dropped, exact dup   {get(f'{STAT}/dropped/exact', 0)}",
-                 f"  dropped, near dup    {get(f'{STAT}/dropped/near', 0)}",
-                 f"  dropped, passages    {get(f'{STAT}/dropped/passages', 0)}",
-                 f"  matched to sources   {get(f'{STAT}/matched', 0)}"]
-        failed = {k.split("/", 2)[2]: v for k, v in self.stats.get_stats().items()
-                  if k.startswith(f"{STAT}/failed/")}
+                 f"  pages fetched        {get(stats.FETCHED, 0)}",
+                 f"  candidate pages      {get(stats.ITEMS, 0)}",
+                 f"  extracted            {get(stats.EXTRACTED, 0)}",
+                 f"  stored               {get(stats.STORED, 0)}",
+                 f"  dropped, exact dup   {get(stats.dropped('exact'), 0)}",
+                 f"  dropped, near dup    {get(stats.dropped('near'), 0)}",
+                 f"  dropped, passages    {get(stats.dropped('passages'), 0)}",
+                 f"  matched to sources   {get(stats.MATCHED, 0)}"]
+        failed = stats.failures(self.stats)
         lines.append(f"  failed               {sum(failed.values())}")
         lines += [f"    {name:<22} {count}" for name, count in sorted(failed.items())]
         logger.info("\n".join(lines))
@@ -116,7 +115,7 @@ class CrawlSummary:
 
     def write_report(self, spider: str, reason: str, failed: dict) -> None:
         """JSON report: counts, kept pages, dropped pages with reasons (written atomically)."""
-        counts = {k[len(STAT) + 1:]: v for k, v in self.stats.get_stats().items() if k.startswith(STAT + "/")}
+        counts = stats.ours(self.stats)
         data = {"spider": spider, "finish_reason": reason, "elapsed_seconds": time.monotonic() - self.started,
                 "responses": self.stats.get_value("response_received_count", 0),
                 "counts": counts, "failed": failed,
@@ -151,7 +150,7 @@ class StorageGuard:
             return
         self.stopping = True
         logger.critical("stopping the crawl: %s", exc)
-        self.crawler.stats.set_value(f"{STAT}/failed/spool_unwritable", str(exc).split("\n")[0])
+        self.crawler.stats.set_value(stats.failed("spool_unwritable"), 1)
         from scrapy.utils.defer import deferred_from_coro
 
         deferred_from_coro(self.crawler.engine.close_spider_async(reason="storage_unavailable"))

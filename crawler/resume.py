@@ -40,6 +40,8 @@ from scrapy.http import Request
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import request_from_dict
 
+from crawler import stats
+
 logger = logging.getLogger(__name__)
 JOURNAL = "frontier.journal"
 LOCK = "frontier.lock"
@@ -277,7 +279,7 @@ class ResumableScheduler(Scheduler):
                     continue
                 if not self._guard(self._dqpush, request):
                     self._mqpush(request)
-                self.stats.inc_value("zhdedup/resume/requeued")
+                self.stats.inc_value(stats.RESUME_REQUEUED)
             self.replay = {}
         return result
 
@@ -331,7 +333,7 @@ class ResumableScheduler(Scheduler):
         logger.error("cannot write the crawl state to %s: %s. Stopping the crawl; nothing finished is lost. "
                      "Free disk space (or make the JOBDIR writable) and run the same command to resume.",
                      where, exc.strerror or exc)
-        self.stats.set_value("zhdedup/failed/jobdir_unwritable", str(where))
+        self.stats.set_value(stats.failed("jobdir_unwritable"), 1)
         if self.journal is not None:
             self.journal.broken = True
         engine = self.crawler.engine

@@ -75,7 +75,7 @@ ADDONS = {"crawler.distributed.DistributedAddon": 0,  # does nothing unless dist
 REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False   # same reasoning: no listening ports by default
 
-# --- Pipelines: extract -> fingerprint -> dedup -> infringement -> store --------------------------
+# --- Pipelines: extract -> fingerprint -> infringement -> dedup -> store ---------------------------
 ITEM_PIPELINES = {
     "pipelines.extract.ExtractPipeline": 100,
     "pipelines.fingerprint.FingerprintPipeline": 200,
@@ -88,7 +88,12 @@ EXTENSIONS = {
     "crawler.extensions.CrawlSummary": 500,
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
 }
-ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k between 64-bit SimHashes
+ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k (0..8) between 64-bit SimHashes;
+                                # the Redis index's block layout follows k (a change rebuilds it)
+ZHDEDUP_PASSAGES = True         # third dedup step: pages sharing passages that cover >= the coverage below
+ZHDEDUP_PASSAGE_COVERAGE = 0.75
+ZHDEDUP_SKETCH_MIN_SHARED = 2   # sketch values a kept page must share to be verified by passages
+ZHDEDUP_PASSAGE_CANDIDATES = 8  # kept pages verified per page, best first
 ZHDEDUP_INFRINGEMENT = True     # compare every kept page with the registered source library
 ZHDEDUP_MIN_MATCH_SCORE = 0.0   # matches below this score are not recorded
 ZHDEDUP_PROFILES = ""           # extra profile files (comma separated) besides crawler/profiles/*

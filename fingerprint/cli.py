@@ -16,12 +16,20 @@ from fingerprint.dna import DEFAULT_PARAMS, SEED_PARAMS, dna, dna_containment
 from fingerprint.document import fingerprint_text
 from fingerprint.exact import content_hash
 from fingerprint.matcher import CopyMatcher, compare_texts
-from fingerprint.neardup import NearDupParams, NearDuplicateDetector, is_near_duplicate
+from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams, check_k, is_near_duplicate, sketch
 from fingerprint.simhash import hamming, simhash
 from fingerprint.tokens import Tokenizer
 from fingerprint.version import FINGERPRINT_VERSION
 
 ENCODINGS = ("utf-8", "gb18030", "big5")
+
+
+def _k_arg(value: str) -> int:
+    """argparse type for -k: a whole number the dedup engine serves exactly."""
+    try:
+        return check_k(int(value))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc) if value.lstrip("-").isdigit() else f"not a whole number: {value!r}")
 
 
 class InputError(Exception):
@@ -111,9 +119,10 @@ def _dedup_row(doc_id: str, text: str, args: argparse.Namespace, state: dict) ->
     """One Single-Pass step: SimHash only (the seeds' method) or the product's three steps."""
     fp = fingerprint_text(text, args.weighting, state["tokenizer"])
     if args.method == "full":
-        verdict = state["detector"].check(text, fp)
+        engine = state["engine"]
+        doc = DedupDoc(doc_id, text, fp.content_hash, int(fp.simhash), tuple(sketch(text, engine.params.sketch_size)))
+        verdict = engine.decide(doc)
         if verdict.kind == "new":
-            state["detector"].add(doc_id, text, fp)
             return {"id": doc_id, "cluster": doc_id, "duplicate_of": None, "distance": 0, "method": None}
         return {"id": doc_id, "cluster": verdict.original, "duplicate_of": verdict.original,
                 "distance": verdict.distance, "method": verdict.method}
@@ -130,7 +139,7 @@ def _dedup_row(doc_id: str, text: str, args: argparse.Namespace, state: dict) ->
 def cmd_dedup(args: argparse.Namespace) -> int:
     problems: list[str] = []
     state = {"tokenizer": Tokenizer(_user_words(args.userdict)), "clusters": SinglePass(k=args.k),
-             "exact": {}, "detector": NearDuplicateDetector(NearDupParams(k=args.k))}
+             "exact": {}, "engine": DedupEngine(NearDupParams(k=args.k))}
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     started, docs, dups = time.perf_counter(), 0, 0
     bar = _progress(args.progress or sys.stderr.isatty())
@@ -231,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     dd = sub.add_parser("dedup", parents=[common], help="cluster a JSONL corpus of {id, text} (Single-Pass, Hamming <= k)")
     dd.add_argument("input")
     dd.add_argument("--out")
-    dd.add_argument("-k", type=int, default=3, help="SimHash Hamming distance for near duplicates")
+    dd.add_argument("-k", type=_k_arg, default=3, help="SimHash Hamming distance for near duplicates (0-8)")
     dd.add_argument("--method", choices=["full", "simhash"], default="full",
                     help="full: exact hash, SimHash, then shared passages (default); simhash: the seeds' Single-Pass")
     dd.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")

@@ -1,40 +1,66 @@
-"""Crawl-time near-duplicate detection in three steps, cheapest first.
+"""The crawl-time dedup engine: one decision, three steps cheapest first, over a small index interface.
 
 1. Exact: the 128-bit hash of the normalised text (fingerprint/exact.py).
 2. SimHash within k bits (the seeds' contract, k = 3): cheap, finds re-edits that keep most words.
 3. Passages: a sketch of the page's winnowed pinyin-initial seeds (the `sketch_size` smallest hashes,
-   a bottom-k MinHash of the seed set) finds candidates that share at least `min_shared` values;
-   a candidate is a near duplicate when aligned passages cover at least `min_coverage` of both
-   texts. This catches what SimHash misses: 5-20% edits, reordered sentences, homophones,
-   traditional script, different boilerplate, while partial copies (a chapter quoted inside another
-   page) stay distinct pages (they are the infringement matcher's business).
+   a bottom-k MinHash of the seed set) finds kept pages that share at least `min_shared` values;
+   the `max_candidates` best of those claimed earlier are verified, and a candidate is a near
+   duplicate when aligned passages cover at least `min_coverage` of both texts. This catches what
+   SimHash misses (5-20% edits, reordered sentences, homophones, traditional script, other
+   boilerplate), while partial copies stay distinct pages (they are the infringement matcher's business).
 
-Only kept pages are indexed (Single-Pass: duplicates join their original's cluster).
+Then the original is the earliest published copy: a copy published before its original takes its
+place (the old page becomes the copy). Only kept pages are indexed (Single-Pass).
+
+Where the kept pages live is a `DedupIndex` (as datasketch separates LSH from its storage):
+`MemoryDedupIndex` here, `storage.dedup_index.RedisDedupIndex` for the crawl. Every caller (the
+crawl's DedupPipeline, `python -m fingerprint dedup`, the accuracy benchmark) runs `DedupEngine`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+import datetime as dt
+import itertools
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
 
-from fingerprint.document import Fingerprints, fingerprint_text
+from fingerprint.document import fingerprint_text
 from fingerprint.hamming_index import HammingIndex
 from fingerprint.matcher import MatchParams, _Letters, align
 from fingerprint.seeds import seeds
 from fingerprint.simhash import hamming
 
+MAX_K = 8  # beyond 8 bits the k+1 blocks are under 8 bits wide: every lookup scans a large share of the index
+
+
+def check_k(k: object) -> int:
+    """The SimHash distance as an int in 0..MAX_K, or a ValueError naming the accepted range."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
+        raise ValueError(f"SimHash distance k must be a whole number from 0 to {MAX_K}, not {k!r}")
+    return k
+
 
 @dataclass(frozen=True)
 class NearDupParams:
-    """Thresholds of the crawl-time dedup (measured in benchmarks/accuracy)."""
+    """Thresholds of the crawl-time dedup (measured in benchmarks/accuracy); the one place k lives."""
 
     k: int = 3
     sketch_size: int = 8
     min_shared: int = 2
     min_coverage: float = 0.75
     max_candidates: int = 8
+    passages: bool = True
+
+    def __post_init__(self) -> None:
+        check_k(self.k)
+        if not 1 <= self.min_shared <= self.sketch_size:
+            raise ValueError(f"min_shared must be from 1 to sketch_size ({self.sketch_size}), not {self.min_shared}")
+        if not 0.0 < self.min_coverage <= 1.0:
+            raise ValueError(f"passage coverage must be in (0, 1], not {self.min_coverage}")
+        if self.max_candidates < 1:
+            raise ValueError(f"max_candidates must be at least 1, not {self.max_candidates}")
 
 
 def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
@@ -42,51 +68,6 @@ def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
     letters = _Letters.of(text)
     hashes, _ = seeds(letters.codes)
     return np.unique(hashes)[:size].tolist()
-
-
-class SketchIndex(Protocol):
-    """Where kept pages' sketches live: in memory (MemorySketchIndex) or in Redis (storage/)."""
-
-    def add(self, doc_id: Hashable, values: Sequence[int]) -> None: ...
-    def remove(self, doc_id: Hashable) -> None: ...
-    def candidates(self, values: Sequence[int]) -> dict[Hashable, int]: ...
-
-
-class MemorySketchIndex:
-    """SketchIndex in a dict: sketch value -> doc ids."""
-
-    def __init__(self) -> None:
-        self._postings: dict[int, list[Hashable]] = {}
-        self._values: dict[Hashable, list[int]] = {}
-
-    def add(self, doc_id: Hashable, values: Sequence[int]) -> None:
-        self.remove(doc_id)
-        self._values[doc_id] = list(values)
-        for v in values:
-            self._postings.setdefault(v, []).append(doc_id)
-
-    def remove(self, doc_id: Hashable) -> None:
-        for v in self._values.pop(doc_id, ()):
-            self._postings[v].remove(doc_id)
-
-    def candidates(self, values: Sequence[int]) -> dict[Hashable, int]:
-        """doc id -> number of shared sketch values."""
-        shared: dict[Hashable, int] = {}
-        for v in values:
-            for doc in self._postings.get(v, ()):
-                shared[doc] = shared.get(doc, 0) + 1
-        return shared
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """new, or a duplicate of `original` found by `method` (exact, simhash or passages)."""
-
-    kind: str
-    original: Hashable | None = None
-    method: str | None = None
-    distance: int | None = None
-    coverage: float | None = None
 
 
 def passage_coverage(a: str, b: str) -> float:
@@ -98,64 +79,224 @@ def passage_coverage(a: str, b: str) -> float:
     return min(sum(e - s for s, e in runs_a) / len(la.codes), sum(e - s for s, e in runs_b) / len(lb.codes))
 
 
-class NearDuplicateDetector:
-    """In-memory crawl-time dedup: check a page against the kept ones, keep it if it is new."""
+def publish_date(value: object) -> dt.date | None:
+    """A publish date as a date ("YYYY-MM-DD..." strings, dates, datetimes; None when unknown or unreadable)."""
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value)[:10]) if value else None
+    except ValueError:
+        return None
 
-    def __init__(self, params: NearDupParams | None = None,
-                 get_text: Callable[[Hashable], str | None] | None = None) -> None:
+
+@dataclass(frozen=True)
+class DedupDoc:
+    """What the engine needs of one page: its id, text and fingerprints, and its publish date if known."""
+
+    page_id: str
+    text: str
+    content_hash: str
+    simhash: int
+    sketch: tuple[int, ...] = ()
+    published: dt.date | None = None
+    url: str | None = None
+
+    @classmethod
+    def of(cls, page_id: str, text: str, params: NearDupParams | None = None, **extra: object) -> "DedupDoc":
+        """Fingerprint a text (the crawl gets these fields from FingerprintPipeline instead)."""
+        fp = fingerprint_text(text)
+        size = (params or NearDupParams()).sketch_size
+        return cls(page_id, text, fp.content_hash, int(fp.simhash), tuple(sketch(text, size)), **extra)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class IndexHit:
+    """What an index's check-and-insert found: kind "new" | "exact" | "near", the original, the distance."""
+
+    kind: str
+    original: str | None = None
+    distance: int = 0
+    spooled: bool = False  # the index was unreachable: the page is kept unchecked and the check waits in a spool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """new (possibly replacing a later-published original), or a duplicate of `original` found by `method`."""
+
+    kind: str                      # "new" | "exact" | "near"
+    original: str | None = None
+    method: str | None = None      # "exact" | "simhash" | "passages"
+    distance: int | None = None    # SimHash bits (exact: 0); None for passages
+    coverage: float | None = None  # shared passages' coverage; None for SimHash
+    spooled: bool = False
+    replaced: str | None = None    # the later-published page this one displaced as the original
+
+    @property
+    def is_duplicate(self) -> bool:
+        """True for exact and near duplicates."""
+        return self.kind != "new"
+
+
+class DedupIndex(Protocol):
+    """Where kept pages' dedup keys live. Implementations: MemoryDedupIndex, storage's RedisDedupIndex."""
+
+    k: int
+
+    def check_and_insert(self, doc: DedupDoc) -> IndexHit:
+        """Atomically: exact duplicate? nearest kept SimHash within k bits? else index the page."""
+
+    def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
+        """Add the page's sketch; (its claim number, [(kept page, shared values, its claim number)])."""
+
+    def text_of(self, page_id: str) -> str | None:
+        """A kept page's text (None when it is not known)."""
+
+    def published_of(self, page_id: str) -> dt.date | None:
+        """A kept page's publish date (None when unknown)."""
+
+    def forget(self, doc: DedupDoc) -> None:
+        """Undo a page's index entries (it turned out to be a copy after its claim)."""
+
+    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
+        """doc, a copy of old_id published earlier, becomes the original; old_id becomes its copy."""
+
+
+class DedupEngine:
+    """The one crawl-time dedup decision: check a page against the kept ones, keep it if it is new."""
+
+    def __init__(self, params: NearDupParams | None = None, index: DedupIndex | None = None) -> None:
         self.params = params or NearDupParams()
-        self.exact: dict[str, Hashable] = {}
-        self.simhashes = HammingIndex(self.params.k)
-        self.sketches = MemorySketchIndex()
-        self._texts: dict[Hashable, str] = {}
-        self._get_text = get_text or self._texts.get
+        self.index = index if index is not None else MemoryDedupIndex(self.params.k)
+        if self.index.k != self.params.k:
+            raise ValueError(f"the index serves k={self.index.k}, the parameters ask for k={self.params.k}")
 
-    def check(self, text: str, fp: Fingerprints | None = None) -> Verdict:
-        """Is text a duplicate of a kept page? Changes nothing."""
-        fp = fp or fingerprint_text(text)
-        if fp.content_hash in self.exact:
-            return Verdict("exact", self.exact[fp.content_hash], "exact", 0, 1.0)
-        near = self.simhashes.nearest(fp.simhash, self.params.k)
-        if near is not None:
-            return Verdict("near", near[0], "simhash", near[1])
-        return self._by_passages(text, fp)
+    def decide(self, doc: DedupDoc) -> Verdict:
+        """Exact -> SimHash -> passages; a copy published before its original takes its place."""
+        hit = self.index.check_and_insert(doc)
+        if hit.kind == "exact":
+            verdict = Verdict("exact", hit.original, "exact", 0, 1.0)
+        elif hit.kind == "near":
+            verdict = Verdict("near", hit.original, "simhash", hit.distance)
+        elif hit.spooled or not (self.params.passages and doc.sketch):
+            return Verdict("new", spooled=hit.spooled)
+        else:
+            verdict = self._by_passages(doc)
+            if not verdict.is_duplicate:
+                return verdict
+        return self._earliest_published(doc, verdict)
 
-    def _by_passages(self, text: str, fp: Fingerprints) -> Verdict:
-        shared = self.sketches.candidates(sketch(text, self.params.sketch_size))
-        ranked = sorted((n, str(d), d) for d, n in shared.items() if n >= self.params.min_shared)[::-1]
-        for _, _, doc in ranked[: self.params.max_candidates]:
-            other = self._get_text(doc)
-            if other is None:
-                continue
-            coverage = passage_coverage(other, text)
-            if coverage >= self.params.min_coverage:
-                return Verdict("near", doc, "passages", None, coverage)
+    def _by_passages(self, doc: DedupDoc) -> Verdict:
+        """Claim the sketch; verify the best pages claimed earlier (of two racing copies the later is the copy)."""
+        p = self.params
+        seq, others = self.index.claim_sketch(doc, p.min_shared)
+        earlier = sorted((o for o in others if o[2] < seq), key=lambda o: (-o[1], o[2]))
+        for other, _, _ in earlier[: p.max_candidates]:
+            text = self.index.text_of(other)
+            coverage = passage_coverage(text, doc.text) if text else 0.0
+            if coverage >= p.min_coverage:
+                self.index.forget(doc)
+                return Verdict("near", other, "passages", None, coverage)
         return Verdict("new")
 
-    def add(self, doc_id: Hashable, text: str, fp: Fingerprints | None = None) -> None:
-        """Keep a page: index its exact hash, SimHash and sketch."""
-        fp = fp or fingerprint_text(text)
-        self.exact.setdefault(fp.content_hash, doc_id)
-        self.simhashes.add(fp.simhash, doc_id)
-        self.sketches.add(doc_id, sketch(text, self.params.sketch_size))
-        if self._get_text == self._texts.get:
-            self._texts[doc_id] = text
+    def _earliest_published(self, doc: DedupDoc, verdict: Verdict) -> Verdict:
+        """Nutch's rule: the original is the earliest published copy (else the first crawled)."""
+        if doc.published is None or verdict.original is None or verdict.original == doc.page_id:
+            return verdict
+        theirs = self.index.published_of(verdict.original)
+        if theirs is None or not doc.published < theirs:
+            return verdict
+        self.index.replace_original(verdict.original, doc, verdict)
+        return replace(verdict, kind="new", replaced=verdict.original, original=None)
 
-    def check_and_add(self, doc_id: Hashable, text: str) -> Verdict:
-        """check(), then add() when the page is new (a Single-Pass step)."""
-        fp = fingerprint_text(text)
-        verdict = self.check(text, fp)
-        if verdict.kind == "new":
-            self.add(doc_id, text, fp)
-        return verdict
+    def forget(self, doc: DedupDoc) -> None:
+        """Take a kept page out of the index (a purge; a benchmark pair done)."""
+        self.index.forget(doc)
+
+
+@dataclass
+class MemoryDedupIndex:
+    """DedupIndex in this process: a dict of exact hashes, a HammingIndex, sketch postings, the texts."""
+
+    k: int = 3
+    kept: dict[str, DedupDoc] = field(default_factory=dict)
+    exact: dict[str, str] = field(default_factory=dict)
+    postings: dict[int, list[str]] = field(default_factory=dict)
+    claims: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.simhashes = HammingIndex(check_k(self.k))
+        self._seq = itertools.count(1)
+
+    def check_and_insert(self, doc: DedupDoc) -> IndexHit:
+        """Exact, then nearest within k; insert when new."""
+        owner = self.exact.get(doc.content_hash)
+        if owner is not None and owner != doc.page_id:
+            return IndexHit("exact", owner)
+        near = self.simhashes.nearest(doc.simhash, self.k)
+        if near is not None and near[0] != doc.page_id:
+            return IndexHit("near", near[0], near[1])
+        self._insert(doc)
+        return IndexHit("new")
+
+    def _insert(self, doc: DedupDoc) -> None:
+        self.exact.setdefault(doc.content_hash, doc.page_id)
+        if doc.page_id not in self.simhashes:
+            self.simhashes.add(doc.simhash, doc.page_id)
+        self.kept[doc.page_id] = doc
+
+    def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
+        """Add the sketch with the next claim number; report pages sharing >= min_shared values."""
+        seq = self.claims.setdefault(doc.page_id, next(self._seq))
+        shared: dict[str, int] = {}
+        for v in dict.fromkeys(doc.sketch):
+            ids = self.postings.setdefault(v, [])
+            for other in ids:
+                if other != doc.page_id:
+                    shared[other] = shared.get(other, 0) + 1
+            if doc.page_id not in ids:
+                ids.append(doc.page_id)
+        return seq, [(o, n, self.claims[o]) for o, n in shared.items() if n >= min_shared]
+
+    def text_of(self, page_id: str) -> str | None:
+        """The kept page's text."""
+        kept = self.kept.get(page_id)
+        return kept.text if kept else None
+
+    def published_of(self, page_id: str) -> dt.date | None:
+        """The kept page's publish date."""
+        kept = self.kept.get(page_id)
+        return kept.published if kept else None
+
+    def forget(self, doc: DedupDoc) -> None:
+        """Remove every entry that points at this page."""
+        if self.exact.get(doc.content_hash) == doc.page_id:
+            del self.exact[doc.content_hash]
+        if doc.page_id in self.simhashes:
+            self.simhashes.remove(doc.page_id)
+        for v in dict.fromkeys(doc.sketch):
+            ids = self.postings.get(v, [])
+            if doc.page_id in ids:
+                ids.remove(doc.page_id)
+        self.claims.pop(doc.page_id, None)
+        self.kept.pop(doc.page_id, None)
+
+    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
+        """Swap the kept page: old_id out, doc in (with a fresh claim)."""
+        old = self.kept.get(old_id)
+        if old is not None:
+            self.forget(old)
+        self._insert(doc)
+        self.claim_sketch(doc, len(doc.sketch) + 1)
 
 
 def is_near_duplicate(a: str, b: str, params: NearDupParams | None = None) -> Verdict:
-    """Would the crawl drop b after keeping a? (pairwise form, for benchmarks and `compare`)."""
-    detector = NearDuplicateDetector(params)
-    detector.add("a", a)
-    return detector.check(b)
+    """Would the crawl drop b after keeping a? (pairwise form, for `compare` and the tests)."""
+    engine = DedupEngine(params)
+    engine.decide(DedupDoc.of("a", a, engine.params))
+    return engine.decide(DedupDoc.of("b", b, engine.params))
 
 
-__all__ = ["MemorySketchIndex", "NearDupParams", "NearDuplicateDetector", "SketchIndex", "Verdict",
-           "hamming", "is_near_duplicate", "passage_coverage", "sketch"]
+__all__ = ["DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "MAX_K", "MemoryDedupIndex", "NearDupParams",
+           "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_coverage", "sketch"]

@@ -8,9 +8,11 @@ from typing import Any, Callable, TypeVar
 
 from scrapy import signals
 
+from crawler import stats
+from pipelines.params import dedup_params
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-STAT = "zhdedup"
 _ATTR = "_zhdedup_store"
 
 
@@ -34,8 +36,7 @@ def run_blocking(crawler, fn: Callable[..., T], *args: Any, **kwargs: Any) -> "a
 
 def stat_counts(crawler) -> dict[str, Any]:
     """The zhdedup/* stats without the prefix, for the run record."""
-    prefix = STAT + "/"
-    return {k[len(prefix):]: v for k, v in crawler.stats.get_stats().items() if k.startswith(prefix)}
+    return stats.ours(crawler.stats)
 
 
 class _StoreHolder:
@@ -46,7 +47,7 @@ class _StoreHolder:
 
         self.crawler = crawler
         overrides = dict(crawler.settings.getdict("ZHDEDUP_STORE"))
-        overrides.setdefault("simhash_k", crawler.settings.getint("ZHDEDUP_SIMHASH_K", 3))
+        overrides["simhash_k"] = dedup_params(crawler.settings).k  # the index layout serves exactly this k
         try:
             self.store = open_store(StoreConfig.from_env(**overrides))
         except StorageError as exc:

@@ -8,7 +8,9 @@ from typing import Any
 
 from itemadapter import ItemAdapter
 from scrapy import signals
-from scrapy.exceptions import DropItem
+
+from crawler import stats
+from pipelines.drops import SkippedItem
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +70,8 @@ class FingerprintPipeline:
         adapter = ItemAdapter(item)
         text = adapter.get("text")
         if not text or not str(text).strip():
-            self._inc("failed/no_text")
-            raise DropItem(f"no text to fingerprint: {adapter.get('url')}")
-        self._inc("extracted")
+            raise SkippedItem("no_text", f"no text to fingerprint: {adapter.get('url')}")
+        self._inc(stats.EXTRACTED)
         if self.pool is not None:
             fields = await asyncio.get_running_loop().run_in_executor(self.pool, compute, text)
         else:
@@ -80,6 +81,6 @@ class FingerprintPipeline:
         return item
 
     def _inc(self, key: str) -> None:
-        """Increment a zhdedup/* stat."""
+        """Increment a stat (crawler.stats names)."""
         if self.stats is not None:
-            self.stats.inc_value(f"zhdedup/{key}")
+            self.stats.inc_value(key)

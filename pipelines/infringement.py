@@ -9,6 +9,7 @@ from typing import Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
+from crawler import stats
 from pipelines._store import run_blocking, store_for
 from storage.sources import SourceLibrary
 
@@ -63,7 +64,7 @@ class InfringementPipeline:
         for m in self.library.match(item["text"]):
             source = self.source(m["source_id"]) or {}
             if self._licensed(m["source_id"], source, item.get("site")):
-                self.crawler.stats.inc_value("zhdedup/matches_licensed")
+                self.crawler.stats.inc_value(stats.MATCHES_LICENSED)
                 continue
             if m["score"] < self.min_score:
                 continue
@@ -87,6 +88,6 @@ class InfringementPipeline:
         records = await run_blocking(self.crawler, self._matches, fields)
         if records:
             a["matches"] = [{"source_id": r["source_id"], "score": r["score"]} for r in records]
-            self.crawler.stats.inc_value("zhdedup/matched")
-            self.crawler.stats.inc_value("zhdedup/matches", len(records))
+            self.crawler.stats.inc_value(stats.MATCHED)
+            self.crawler.stats.inc_value(stats.MATCHES, len(records))
         return item

@@ -5,6 +5,7 @@ from typing import Any
 
 from itemadapter import ItemAdapter
 
+from crawler import stats
 from pipelines._store import run_blocking, store_for
 
 # Item fields that are transport only, never stored.
@@ -39,5 +40,5 @@ class StorePipeline:
         a = ItemAdapter(item)
         page_id = await run_blocking(self.crawler, self.store.save_page, self.document(item))
         a["page_id"] = page_id or a.get("page_id")
-        self.crawler.stats.inc_value("zhdedup/stored")
+        self.crawler.stats.inc_value(stats.STORED)
         return item

@@ -10,11 +10,13 @@ Layout (all keys start with the configured prefix, e.g. ``zhd:``):
   differs, e.g. after a fingerprint version change without `rebuild-index`).
 - ``fp:{3 hex}``  hash, field = the low 7 bytes of the big-endian SimHash (the bucket holds the top
   12 bits), value = page id.
-- ``sh:{block}:{value hex}``  one set per (block number, 16-bit block value), the pigeonhole tables
-  for k = 3 (64 bits = 4 blocks of 16). A member is the other 48 bits of the fingerprint as an
-  integer, so Redis stores the set as an intset (8 bytes a member, no per-member overhead); the page
-  id is stored once, in ``fp:``. The block's own 16 bits are implied by the key.
-- ``n``  count of indexed pages; ``layout`` the version of this layout (a change rebuilds the index).
+- ``sh:{block}:{value hex}``  one set per (block number, block value), the pigeonhole tables: the
+  64 bits split into k+1 blocks (4 blocks of 16 bits at k = 3; ``fingerprint.hamming_index.block_layout``),
+  so every fingerprint within k bits shares at least one block. A member is the whole fingerprint as a
+  signed 64-bit integer, so Redis stores the set as an intset (8 bytes a member, no per-member
+  overhead); the page id is stored once, in ``fp:``.
+- ``n``  count of indexed pages; ``layout`` the version of this layout and its k (a change of either
+  rebuilds the index from MongoDB).
 - ``seed:{16 hex}``  set of packed (4-byte offset, doc id) for the copy matcher's window seeds;
   ``seeddoc:{doc id}`` the packed (8-byte hash, 4-byte offset) list of one document, for remove().
 
@@ -30,64 +32,65 @@ from typing import Iterable, Sequence
 
 import redis
 
-LAYOUT = "2"  # bump when the key layout changes: open_store then rebuilds the index from MongoDB
-BLOCKS = 4
-BLOCK_BITS = 16
+from fingerprint.hamming_index import block_layout
+from fingerprint.neardup import check_k
+
+LAYOUT = "3"  # bump when the key layout changes: open_store then rebuilds the index from MongoDB
 MASK64 = (1 << 64) - 1
 _HEX_ID = re.compile(r"[0-9a-f]{24}|[0-9a-f]{32}")
 _RAW_LENGTHS = (12, 16)
 
-# One round trip: exact check, candidate fetch from the 4 block sets, Hamming filter, insert.
-# ARGV: prefix, exact bucket, exact field, page id (bytes), fp (8 bytes), k, insert flag (1/0)
+# One round trip: exact check, candidate fetch from the k+1 block sets, Hamming filter, insert.
+# KEYS: ex bucket, own fp bucket, page counter, then the k+1 block sets of this fingerprint.
+# ARGV: prefix, exact field, page id (bytes), fp (8 bytes), member (signed decimal), k, insert flag (1/0).
 # Returns {0} (new, inserted if flag), {1, id, 0, fp} (exact), {2, id, distance, fp} (near).
+# Members are whole fingerprints as signed 64-bit integers (an intset: 8 bytes each); Lua numbers are
+# doubles, so a member is read as two exact 32-bit halves.
 CHECK_AND_INSERT_LUA = r"""
-local prefix = ARGV[1]
-local ekey = prefix .. 'ex:' .. ARGV[2]
-local efield = ARGV[3]
-local pid = ARGV[4]
-local fp = ARGV[5]
-local fpf = string.sub(fp, 2)
-local k = tonumber(ARGV[6])
-local insert = ARGV[7] == '1'
+local prefix, efield, pid, fp, member = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local k, insert = tonumber(ARGV[6]), ARGV[7] == '1'
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
-local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(fp, 1, 8)
-local p = {b1 * 256 + b2, b3 * 256 + b4, b5 * 256 + b6, b7 * 256 + b8}
-local fpkey = prefix .. 'fp:' .. string.format('%03x', rshift(p[1], 4))
-if redis.call('HEXISTS', ekey, efield) == 1 then
+local fpf = string.sub(fp, 2)
+if redis.call('HEXISTS', KEYS[1], efield) == 1 then
   -- same content => same SimHash, so the owner is found under this fingerprint
-  return {1, redis.call('HGET', fpkey, fpf) or '', 0, fp}
+  return {1, redis.call('HGET', KEYS[2], fpf) or '', 0, fp}
 end
 local function pc(x)
-  x = x - band(rshift(x, 1), 0x5555)
-  x = band(x, 0x3333) + band(rshift(x, 2), 0x3333)
-  x = band(x + rshift(x, 4), 0x0F0F)
-  return band(x + rshift(x, 8), 0x1F)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  return band(x, 255) + band(rshift(x, 8), 255) + band(rshift(x, 16), 255) + rshift(x, 24)
 end
-local others = {{2, 3, 4}, {1, 3, 4}, {1, 2, 4}, {1, 2, 3}}
+local function halves(s)
+  local neg = string.byte(s, 1) == 45
+  local hi, lo = 0, 0
+  for i = neg and 2 or 1, #s do
+    lo = lo * 10 + string.byte(s, i) - 48
+    local c = math.floor(lo / 4294967296)
+    lo = lo - c * 4294967296
+    hi = hi * 10 + c
+  end
+  if neg then
+    if lo == 0 then hi = 4294967296 - hi else lo = 4294967296 - lo; hi = 4294967295 - hi end
+  end
+  return hi, lo
+end
+local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(fp, 1, 8)
+local qhi = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+local qlo = ((b5 * 256 + b6) * 256 + b7) * 256 + b8
 local bestd, best, bestfp = k + 1, nil, nil
-for i = 1, 4 do
-  local o = others[i]
-  local q1, q2, q3 = p[o[1]], p[o[2]], p[o[3]]
-  local members = redis.call('SMEMBERS', prefix .. 'sh:' .. (i - 1) .. ':' .. string.format('%04x', p[i]))
+for i = 4, #KEYS do
+  local members = redis.call('SMEMBERS', KEYS[i])
   for j = 1, #members do
-    local v = tonumber(members[j])
-    local a = math.floor(v / 4294967296)
-    local r = v - a * 4294967296
-    local c = math.floor(r / 65536)
-    local d = r - c * 65536
-    local dist = pc(bxor(a, q1))
+    local hi, lo = halves(members[j])
+    local dist = pc(bxor(hi, qhi))
     if dist < bestd then
-      dist = dist + pc(bxor(c, q2))
+      dist = dist + pc(bxor(lo, qlo))
       if dist < bestd then
-        dist = dist + pc(bxor(d, q3))
-        if dist < bestd then
-          local full = {0, 0, 0, 0}
-          full[i] = p[i]; full[o[1]] = a; full[o[2]] = c; full[o[3]] = d
-          local cfp = string.char(rshift(full[1], 8), band(full[1], 255), rshift(full[2], 8), band(full[2], 255),
-                                  rshift(full[3], 8), band(full[3], 255), rshift(full[4], 8), band(full[4], 255))
-          local cid = redis.call('HGET', prefix .. 'fp:' .. string.format('%03x', rshift(full[1], 4)), string.sub(cfp, 2))
-          if cid then bestd = dist; best = cid; bestfp = cfp end
-        end
+        local cfp = string.char(rshift(hi, 24), band(rshift(hi, 16), 255), band(rshift(hi, 8), 255), band(hi, 255),
+                                rshift(lo, 24), band(rshift(lo, 16), 255), band(rshift(lo, 8), 255), band(lo, 255))
+        local cid = redis.call('HGET', prefix .. 'fp:' .. string.format('%03x', rshift(hi, 20)), string.sub(cfp, 2))
+        if cid then bestd = dist; best = cid; bestfp = cfp end
       end
     end
   end
@@ -95,62 +98,24 @@ for i = 1, 4 do
 end
 if best then return {2, best, bestd, bestfp} end
 if insert then
-  redis.call('HSET', ekey, efield, 1)
-  if redis.call('HSETNX', fpkey, fpf, pid) == 1 then
-    for i = 1, 4 do
-      local o = others[i]
-      local m = p[o[1]] * 4294967296 + p[o[2]] * 65536 + p[o[3]]
-      redis.call('SADD', prefix .. 'sh:' .. (i - 1) .. ':' .. string.format('%04x', p[i]), string.format('%.0f', m))
-    end
+  redis.call('HSET', KEYS[1], efield, 1)
+  if redis.call('HSETNX', KEYS[2], fpf, pid) == 1 then
+    for i = 4, #KEYS do redis.call('SADD', KEYS[i], member) end
   end
-  redis.call('INCR', prefix .. 'n')
+  redis.call('INCR', KEYS[3])
 end
 return {0}
 """
 
-# Remove one page if the index still points at it. ARGV: prefix, exact bucket, exact field, id, fp.
+# Take one page out if the index still points at it (a purge, a copy found late, or an entry whose
+# crawler died before saving the page). KEYS as above; ARGV: exact field ('' leaves ex: alone), id, fp, member.
 REMOVE_LUA = r"""
-local prefix = ARGV[1]
-local ekey = prefix .. 'ex:' .. ARGV[2]
-local pid = ARGV[4]
-local fp = ARGV[5]
-local removed = 0
-local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(fp, 1, 8)
-local p = {b1 * 256 + b2, b3 * 256 + b4, b5 * 256 + b6, b7 * 256 + b8}
-local fpkey = prefix .. 'fp:' .. string.format('%03x', bit.rshift(p[1], 4))
-if redis.call('HGET', fpkey, string.sub(fp, 2)) == pid then
-  redis.call('HDEL', ekey, ARGV[3])
-  redis.call('HDEL', fpkey, string.sub(fp, 2))
-  local others = {{2, 3, 4}, {1, 3, 4}, {1, 2, 4}, {1, 2, 3}}
-  for i = 1, 4 do
-    local o = others[i]
-    local m = p[o[1]] * 4294967296 + p[o[2]] * 65536 + p[o[3]]
-    redis.call('SREM', prefix .. 'sh:' .. (i - 1) .. ':' .. string.format('%04x', p[i]), string.format('%.0f', m))
-  end
-  removed = 1
-end
-if removed == 1 then redis.call('DECR', prefix .. 'n') end
-return removed
-"""
-
-
-# Take a page that is in the index but not in MongoDB (a crawler died between the check and the save)
-# out of fp: and sh: (and ex: when its content hash is known). ARGV: prefix, id, fp, ex bucket, ex field.
-EVICT_LUA = r"""
-local prefix, pid, fp = ARGV[1], ARGV[2], ARGV[3]
-local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(fp, 1, 8)
-local p = {b1 * 256 + b2, b3 * 256 + b4, b5 * 256 + b6, b7 * 256 + b8}
-local fpkey = prefix .. 'fp:' .. string.format('%03x', bit.rshift(p[1], 4))
-if redis.call('HGET', fpkey, string.sub(fp, 2)) ~= pid then return 0 end
-redis.call('HDEL', fpkey, string.sub(fp, 2))
-if ARGV[5] ~= '' then redis.call('HDEL', prefix .. 'ex:' .. ARGV[4], ARGV[5]) end
-local others = {{2, 3, 4}, {1, 3, 4}, {1, 2, 4}, {1, 2, 3}}
-for i = 1, 4 do
-  local o = others[i]
-  local m = p[o[1]] * 4294967296 + p[o[2]] * 65536 + p[o[3]]
-  redis.call('SREM', prefix .. 'sh:' .. (i - 1) .. ':' .. string.format('%04x', p[i]), string.format('%.0f', m))
-end
-redis.call('DECR', prefix .. 'n')
+local fpf = string.sub(ARGV[3], 2)
+if redis.call('HGET', KEYS[2], fpf) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[2], fpf)
+if ARGV[1] ~= '' then redis.call('HDEL', KEYS[1], ARGV[1]) end
+for i = 4, #KEYS do redis.call('SREM', KEYS[i], ARGV[4]) end
+redis.call('DECR', KEYS[3])
 return 1
 """
 
@@ -202,36 +167,59 @@ class DedupResult:
 
 
 class SimHashIndex:
-    """The Redis side of dedup: atomic check-and-insert in one EVALSHA round trip."""
+    """The Redis side of dedup: exact hashes and SimHash block tables, atomic check-and-insert in one EVALSHA.
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    The block layout is derived from k (k+1 blocks, fingerprint.hamming_index.block_layout), so every
+    fingerprint within k bits is found (pigeonhole); the layout key records k, and an index written
+    for another k is rebuilt from MongoDB when the store opens.
+    """
+
+    def __init__(self, client: redis.Redis, prefix: str, k: int = 3) -> None:
         self.r = client
         self.prefix = prefix
+        self.k = check_k(k)
+        self.layout = block_layout(self.k)
         self._check = client.register_script(CHECK_AND_INSERT_LUA)
         self._remove = client.register_script(REMOVE_LUA)
-        self._evict = client.register_script(EVICT_LUA)
 
-    def check(self, page_id: str, content_hash: str, simhash: int, k: int, insert: bool = True) -> DedupResult:
+    def _keys(self, simhash: int, exact_bucket: str | None) -> list[str]:
+        """ex bucket, fp bucket, counter, then this fingerprint's block sets."""
+        fp_key = f"{self.prefix}fp:{simhash >> 52:03x}"
+        blocks = [f"{self.prefix}sh:{i}:{(simhash >> shift) & ((1 << width) - 1):x}"
+                  for i, (shift, width) in enumerate(self.layout)]
+        ex_key = f"{self.prefix}ex:{exact_bucket}" if exact_bucket is not None else fp_key
+        return [ex_key, fp_key, f"{self.prefix}n", *blocks]
+
+    def _served(self, k: int | None) -> int:
+        """k itself, when the block layout finds every neighbour within it (any k up to the layout's)."""
+        if k is None:
+            return self.k
+        if not 0 <= check_k(k) <= self.k:
+            raise ValueError(f"this index's block layout serves k <= {self.k}; asked for k={k}")
+        return k
+
+    def check(self, page_id: str, content_hash: str, simhash: int, k: int | None = None,
+              insert: bool = True) -> DedupResult:
         """Exact check, then nearest within k bits; insert when new and insert is True."""
-        if not 0 <= k <= 3 * BLOCK_BITS:
-            raise ValueError(f"k must be between 0 and {3 * BLOCK_BITS}")
+        k = self._served(k)
         bucket, field = exact_key_parts(content_hash)
-        res = self._check(args=[self.prefix, bucket, field, encode_id(page_id), fp_bytes(simhash), k,
-                                1 if insert else 0])
+        fpb = fp_bytes(simhash)
+        res = self._check(keys=self._keys(simhash, bucket),
+                          args=[self.prefix, field, encode_id(page_id), fpb, _member(simhash), k, 1 if insert else 0])
         if res[0] == 0:
             return DedupResult("new")
         return DedupResult("exact" if res[0] == 1 else "near", decode_id(res[1]) if res[1] else None, int(res[2]),
                            original_simhash=int.from_bytes(res[3], "big"))
 
+    def remove(self, page_id: str, content_hash: str | None, simhash: int) -> bool:
+        """Take one page out of the index (only where the index points at it); ex: too when the hash is known."""
+        bucket, field = exact_key_parts(content_hash) if content_hash else (None, b"")
+        return bool(self._remove(keys=self._keys(simhash, bucket),
+                                 args=[field, encode_id(page_id), fp_bytes(simhash), _member(simhash)]))
+
     def evict(self, page_id: str, simhash: int, content_hash: str | None = None) -> bool:
         """Remove an index entry whose page never reached MongoDB (only if the index still points at it)."""
-        bucket, field = exact_key_parts(content_hash) if content_hash else ("", b"")
-        return bool(self._evict(args=[self.prefix, encode_id(page_id), fp_bytes(simhash), bucket, field]))
-
-    def remove(self, page_id: str, content_hash: str, simhash: int) -> bool:
-        """Take one page out of the index (only where the index points at it)."""
-        bucket, field = exact_key_parts(content_hash)
-        return bool(self._remove(args=[self.prefix, bucket, field, encode_id(page_id), fp_bytes(simhash)]))
+        return self.remove(page_id, content_hash, simhash)
 
     def add_many(self, pages: Iterable[tuple[str, str, int]], batch: int = 2000) -> int:
         """Insert known originals without checking (rebuild); pipelined; returns how many."""
@@ -239,14 +227,11 @@ class SimHashIndex:
         pipe = self.r.pipeline(transaction=False)
         for page_id, content_hash, simhash in pages:
             bucket, field = exact_key_parts(content_hash)
-            pid = encode_id(page_id)
-            fpb = fp_bytes(simhash)
-            pipe.hsetnx(f"{self.prefix}ex:{bucket}", field, 1)
-            pipe.hsetnx(f"{self.prefix}fp:{simhash >> 52:03x}", fpb[1:], pid)
-            pieces = [(simhash >> (48 - 16 * i)) & 0xFFFF for i in range(BLOCKS)]
-            for i in range(BLOCKS):
-                o = [pieces[j] for j in range(BLOCKS) if j != i]
-                pipe.sadd(f"{self.prefix}sh:{i}:{pieces[i]:04x}", (o[0] << 32) | (o[1] << 16) | o[2])
+            ex_key, fp_key, _, *blocks = self._keys(simhash, bucket)
+            pipe.hsetnx(ex_key, field, 1)
+            pipe.hsetnx(fp_key, fp_bytes(simhash)[1:], encode_id(page_id))
+            for key in blocks:
+                pipe.sadd(key, _member(simhash))
             n += 1
             if n % batch == 0:
                 pipe.execute()
@@ -266,16 +251,26 @@ class SimHashIndex:
         return delete_matching(self.r, [_glob(self.prefix) + p for p in ("ex:*", "fp:*", "sh:*")],
                                extra=[f"{self.prefix}n", f"{self.prefix}layout"])
 
+    @property
+    def layout_id(self) -> str:
+        """The layout version and k, as recorded in the ``layout`` key."""
+        return f"{LAYOUT}:k{self.k}"
+
     def layout_ok(self) -> bool:
-        """True if the index was written with this code's layout (or is empty)."""
+        """True if the index was written with this code's layout and this k (or is empty)."""
         v = self.r.get(f"{self.prefix}layout")
         if v is None:
             return self.count() is None
-        return v.decode() == LAYOUT
+        return v.decode() == self.layout_id
 
     def mark_layout(self) -> None:
-        """Record the layout version of the index."""
-        self.r.set(f"{self.prefix}layout", LAYOUT)
+        """Record the layout version and k of the index."""
+        self.r.set(f"{self.prefix}layout", self.layout_id)
+
+
+def _member(simhash: int) -> str:
+    """A fingerprint as a block-set member: the signed 64-bit integer (Redis keeps the set as an intset)."""
+    return str(simhash - (1 << 64) if simhash >> 63 else simhash)
 
 
 def _glob(prefix: str) -> str:

@@ -173,7 +173,7 @@ class Store:
         # no retries inside redis-py: _retry below owns the policy (bounded, with backoff, then spool)
         self.redis = redis.Redis.from_url(self.redis_url, socket_timeout=max(t, 5.0), socket_connect_timeout=t,
                                           retry=Retry(NoBackoff(), 0))
-        self.index = SimHashIndex(self.redis, self.config.key_prefix)
+        self.index = SimHashIndex(self.redis, self.config.key_prefix, self.config.simhash_k)
         self.sketches = RedisSketchIndex(self.redis, self.config.key_prefix)
 
     def _restart(self, name: str) -> None:

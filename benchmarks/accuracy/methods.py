@@ -193,37 +193,109 @@ class HammingDedup(IndexMethod):
 
 
 class ProductDedup(IndexMethod):
-    """The crawl-time near-duplicate detector (fingerprint.neardup): exact, SimHash, then passages."""
+    """The crawl-time dedup engine (fingerprint.neardup.DedupEngine): exact, SimHash, then passages.
+
+    The in-memory index by default; `ProductDedupRedis` runs the same engine on the crawl's Redis index.
+    A query is the crawl's decision for the variant; a variant kept as new is forgotten again, so the
+    next variant of the same source meets the source alone.
+    """
 
     group = "product"
     per_pair = True
+    where = "memory"
 
     def __init__(self) -> None:
-        from fingerprint.neardup import NearDuplicateDetector, NearDupParams
-        self._make = NearDuplicateDetector
+        from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams
+        self._doc, self._engine = DedupDoc, DedupEngine
         self.params = NearDupParams()
-        self.detector = self._make(self.params)
+        self.engine = self._make_engine()
+        self.kept: list[Any] = []
+        self.ids: dict[str, str] = {}
         self.fired: dict[str, int] = {}
-        self.name = "product dedup (NearDuplicateDetector)"
+        self.name = f"product dedup ({self.where})"
+
+    def _make_engine(self) -> Any:
+        return self._engine(self.params)
+
+    def _page_id(self, doc_id: str) -> str:
+        return doc_id
 
     @property
     def note(self) -> str:  # type: ignore[override]
         fired = ", ".join(f"{k} {v}" for k, v in sorted(self.fired.items()))
-        return f"fingerprint.neardup, default NearDupParams {self.params}; verdicts by step: {fired or '-'}"
+        return (f"fingerprint.neardup.DedupEngine on the {self.where} index, default NearDupParams {self.params}; "
+                f"verdicts by step: {fired or '-'}")
 
     def reset(self) -> None:
-        self.detector = self._make(self.params)
+        for doc in self.kept:
+            self.engine.forget(doc)
+        self.kept, self.ids = [], {}
 
     def add(self, doc_id: str, text: str) -> None:
-        self.detector.add(doc_id, text)
+        doc = self._doc.of(self._page_id(doc_id), text, self.params)
+        self.ids[doc.page_id] = doc_id
+        if self.engine.decide(doc).kind == "new":
+            self.kept.append(doc)
 
     def query(self, text: str) -> dict[str, float]:
-        v = self.detector.check(text)
-        if v.kind == "new" or v.original is None:
+        doc = self._doc.of(self._page_id(f"variant-{len(self.ids)}-{len(self.fired)}"), text, self.params)
+        v = self.engine.decide(doc)
+        if v.kind == "new":
+            self.engine.forget(doc)
             return {}
         self.fired[v.method or v.kind] = self.fired.get(v.method or v.kind, 0) + 1
         score = v.coverage if v.coverage is not None else 1.0 - (v.distance or 0) / 64
-        return {str(v.original): float(score)}
+        return {self.ids.get(str(v.original), str(v.original)): float(score)}
+
+
+class ProductDedupRedis(ProductDedup):
+    """The same engine on the crawl's index: Redis (exact, SimHash tables, sketch claims) and MongoDB texts.
+
+    Runs on its own embedded servers in a temporary directory (or MONGO_URI / REDIS_URL, under a
+    database and key prefix of its own, deleted afterwards).
+    """
+
+    where = "Redis"
+
+    def _make_engine(self) -> Any:
+        import atexit
+        import tempfile
+
+        from storage import StoreConfig, open_store
+        from storage.dedup_index import RedisDedupIndex
+
+        self._var = tempfile.mkdtemp(prefix="zhdedup-accuracy-")
+        self.store = open_store(StoreConfig.from_env(var_dir=self._var, db_name="zhdedup_accuracy",
+                                                     key_prefix="zhdacc:", simhash_k=self.params.k))
+        self.store.drop_all()
+        atexit.register(self.close)
+        return self._engine(self.params, RedisDedupIndex(self.store))
+
+    def _page_id(self, doc_id: str) -> str:
+        return self.store.new_page_id()
+
+    def add(self, doc_id: str, text: str) -> None:
+        page_id = self._page_id(doc_id)
+        doc = self._doc.of(page_id, text, self.params)
+        self.ids[page_id] = doc_id
+        if self.engine.decide(doc).kind == "new":
+            self.store.save_page({"_id": page_id, "url": f"bench:{page_id}", "text": text,
+                                  "content_hash": doc.content_hash, "simhash": doc.simhash, "sketch": list(doc.sketch)})
+            self.kept.append(doc)
+
+    def close(self) -> None:
+        """Drop the benchmark's data and stop its embedded servers."""
+        import shutil
+
+        from storage.servers import stop
+
+        if getattr(self, "store", None) is None:
+            return
+        self.store.drop_all()
+        self.store.close()
+        self.store = None
+        stop(self._var)
+        shutil.rmtree(self._var, ignore_errors=True)
 
 
 FRACTION_SWEEP = tuple(round(0.05 * i, 2) for i in range(1, 20))
@@ -318,6 +390,7 @@ def build_methods() -> list[PairMethod | IndexMethod | Unavailable]:
         ("DNA seed's fixed windows", "seed", lambda: dna_method(False)),
         ("DNA anchored windows", "product", lambda: dna_method(True)),
         ("product dedup", "product", ProductDedup),
+        ("product dedup (Redis)", "product", ProductDedupRedis),
         ("HammingIndex dedup", "product", HammingDedup),
         ("product matcher", "product", ProductMatcher),
         ("MinHash LSH", "baseline", ProductMinHashLSH),

@@ -156,17 +156,17 @@ def stream_counts(docs: Sequence[Doc]) -> dict[str, int]:
     out = {"documents": len(docs), "exact duplicates": exact, f"near duplicates (SimHash k={k})": near,
            "kept": len(docs) - exact - near}
     try:
-        from fingerprint.neardup import NearDuplicateDetector
+        from fingerprint.neardup import DedupDoc, DedupEngine
     except ImportError:
         return out
-    det = NearDuplicateDetector()
+    engine = DedupEngine()
     verdicts: dict[str, int] = {}
     for i, d in enumerate(docs):
-        v = det.check_and_add(i, d.text)
+        v = engine.decide(DedupDoc.of(str(i), d.text))
         if v.kind != "new":
             verdicts[v.method or v.kind] = verdicts.get(v.method or v.kind, 0) + 1
-    out.update({f"NearDuplicateDetector drops by {m}": n for m, n in sorted(verdicts.items())})
-    out["NearDuplicateDetector keeps"] = len(docs) - sum(verdicts.values())
+    out.update({f"DedupEngine drops by {m}": n for m, n in sorted(verdicts.items())})
+    out["DedupEngine keeps"] = len(docs) - sum(verdicts.values())
     return out
 
 
@@ -188,6 +188,6 @@ def markdown(nat: Natural) -> str:
         lines.append(f"| {name} | " + " | ".join(str(counts[d]) for d in dets) + " |")
     if nat.stream:
         lines += ["", "The product's crawl-time dedup run over the same articles in file order (exact hash, "
-                  "then SinglePass on SimHash; then fingerprint.neardup.NearDuplicateDetector.check_and_add): "
+                  "then SinglePass on SimHash; then fingerprint.neardup.DedupEngine.decide, the crawl's engine): "
                   + ", ".join(f"{k}: {v}" for k, v in nat.stream.items()) + "."]
     return "\n".join(lines)

@@ -188,6 +188,10 @@ def goals(run: Run) -> list[tuple[str, str, float, float, str]]:
                 ("product dedup", "recall at 10% edits", _mean_cells(run, dedup, ten), 0.95, ">="),
                 ("product dedup", "precision, all negatives incl. hard", s["precision_all"], 0.995, ">="),
                 ("product dedup", "precision, hard negatives", s["precision_hard"], 0.995, ">=")]
+    on_redis = _find(run, "product dedup (Redis)")
+    if dedup and on_redis:
+        same = float((dedup.decisions == on_redis.decisions).mean())
+        out.append(("product dedup", "share of pairs where the Redis index decides as the memory one", same, 1.0, ">="))
     mat = _find(run, "product matcher")
     if mat:
         s = summary(mat.decisions, m)

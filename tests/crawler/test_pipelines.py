@@ -144,7 +144,7 @@ def test_a_copy_published_earlier_becomes_the_original(store, store_config):
         return late, early
 
     late, early = asyncio.run(scenario())
-    assert early["dedup"] == {"kind": "new", "replaced": late["page_id"]}
+    assert early["dedup"] == {"kind": "new", "spooled": False, "replaced": late["page_id"]}
     assert store.get_page(late["page_id"]) is None and store.get_page(early["page_id"])["url"] == "http://origin.example/1.html"
     moved = store.duplicates.find_one({"url": "http://reprint.example/1.html"})
     assert moved["original_id"] == early["page_id"] and moved["replaced_by_earlier"] is True

@@ -1,8 +1,11 @@
+import datetime as dt
 import random
 
 import opencc
+import pytest
 
-from fingerprint.neardup import NearDuplicateDetector, is_near_duplicate, passage_coverage, sketch
+from fingerprint.neardup import (MAX_K, DedupDoc, DedupEngine, MemoryDedupIndex, NearDupParams, check_k,
+                                 is_near_duplicate, passage_coverage, sketch)
 
 
 def _edit(text: str, share: float, filler: str, seed: int = 4) -> str:
@@ -44,11 +47,49 @@ def test_other_texts_and_partial_copies_are_new(chapters):
 
 
 def test_single_pass_stream(news):
-    det = NearDuplicateDetector()
+    engine = DedupEngine()
     stream = [("a", news[10]["text"]), ("b", news[11]["text"]), ("a2", news[10]["text"] + "编辑：某某")]
-    verdicts = {doc: det.check_and_add(doc, text) for doc, text in stream}
+    verdicts = {doc: engine.decide(DedupDoc.of(doc, text)) for doc, text in stream}
     assert verdicts["a"].kind == verdicts["b"].kind == "new"
     assert verdicts["a2"].original == "a"
+    assert engine.index.text_of("a2") is None, "a duplicate is not kept"
+
+
+def test_a_copy_published_earlier_becomes_the_original(news):
+    engine = DedupEngine()
+    story = news[12]["text"]
+    engine.decide(DedupDoc.of("late", story, published=dt.date(2024, 5, 2)))
+    verdict = engine.decide(DedupDoc.of("early", story + "（完）", published=dt.date(2024, 5, 1)))
+    assert verdict.kind == "new" and verdict.replaced == "late"
+    third = engine.decide(DedupDoc.of("third", story))
+    assert third.original == "early"
+    undated = engine.decide(DedupDoc.of("undated", story + "。"))
+    assert undated.is_duplicate and undated.replaced is None
+
+
+def test_passage_step_verifies_at_most_max_candidates(news):
+    story, filler = news[13]["text"], news[14]["text"]
+    copy = DedupDoc.of("copy", _edit(story, 0.10, filler))
+    # an unrelated page whose sketch equals the copy's: it ranks first among the candidates
+    decoy = DedupDoc("decoy", filler, "f" * 32, copy.simhash ^ (2**64 - 1), copy.sketch)
+    for limit, expected in ((1, "new"), (2, "near")):
+        engine = DedupEngine(NearDupParams(max_candidates=limit))
+        assert engine.decide(decoy).kind == engine.decide(DedupDoc.of("story", story)).kind == "new"
+        verdict = engine.decide(copy)
+        assert (verdict.kind, verdict.original) == (expected, None if expected == "new" else "story")
+
+
+@pytest.mark.parametrize("bad", [-1, MAX_K + 1, 99, 2.5, "3", True])
+def test_k_outside_the_served_range_is_refused(bad):
+    with pytest.raises(ValueError, match="from 0 to"):
+        check_k(bad)
+    with pytest.raises(ValueError):
+        NearDupParams(k=bad)
+
+
+def test_engine_refuses_an_index_built_for_another_k():
+    with pytest.raises(ValueError, match="k=2"):
+        DedupEngine(NearDupParams(k=3), MemoryDedupIndex(k=2))
 
 
 def test_sketch_is_small_stable_and_empty_for_no_han():

@@ -227,7 +227,46 @@ def test_old_index_layout_is_rebuilt_on_open(store, store_config):
     store.redis.set(f"{store_config.key_prefix}layout", "0")
     store.redis.set(f"{store_config.key_prefix}sh:0:junk", 1)
     with open_store(store_config) as st:
-        assert st.redis.get(f"{store_config.key_prefix}layout") == b"2"
+        assert st.redis.get(f"{store_config.key_prefix}layout") == st.index.layout_id.encode()
         assert not st.redis.exists(f"{store_config.key_prefix}sh:0:junk")
         assert _answers(st, [1, 2**63, 12345]) == before
         assert st.index.count() == st.pages.count_documents({})
+
+
+@pytest.mark.parametrize("k", range(7))
+def test_redis_index_equals_brute_force(store, k):
+    """Every k from 0 to 6 is served exactly: the nearest kept fingerprint within k, as a full scan finds it."""
+    from storage.redis_index import SimHashIndex
+
+    index = SimHashIndex(store.redis, f"{store.config.key_prefix}bf{k}:", k)
+    rng = random.Random(k)
+    bases = [rng.getrandbits(64) for _ in range(12)]
+    kept: dict[str, int] = {}
+    for i in range(400):
+        fp = flip(rng.choice(bases), *rng.sample(range(64), rng.randrange(0, k + 4)))
+        res = index.check(f"p{i}", _h(i, f"bf{k}"), fp)
+        nearest = min((bin(fp ^ other).count("1") for other in kept.values()), default=99)
+        if nearest <= k:
+            assert (res.kind, res.distance) == ("near", nearest)
+            assert bin(kept[res.original_id] ^ fp).count("1") == nearest
+        else:
+            assert res.kind == "new"
+            kept[f"p{i}"] = fp
+    assert 30 < len(kept) < 380, "the stream must exercise both answers"
+
+
+def test_a_change_of_k_rebuilds_the_index_for_the_new_k(store, store_config):
+    from storage import open_store
+
+    fp = 0x0123_4567_89AB_CDEF
+    a = store.new_page_id()
+    store.save_page({"_id": a, "url": "http://t/k", "content_hash": _h(1, "k"), "simhash": fp})
+    store.check_and_insert(a, _h(1, "k"), fp)
+    far = flip(fp, 1, 2, 3, 4, 5)
+    assert store.lookup(_h(2, "k"), far).kind == "new"
+    with open_store(store_config.with_(simhash_k=5)) as st:
+        assert st.redis.get(f"{store_config.key_prefix}layout") == b"3:k5"
+        res = st.lookup(_h(2, "k"), far)
+        assert (res.kind, res.original_id, res.distance) == ("near", a, 5)
+    with pytest.raises(ValueError, match="from 0 to 8"):
+        open_store(store_config.with_(simhash_k=9))

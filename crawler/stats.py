@@ -1,0 +1,46 @@
+"""Every stats key the crawl writes, in one place (Scrapy's stats collector; CrawlSummary prints them).
+
+Stats hold numbers only: reasons a person reads go to the log and the store, not into a stat's value.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+PREFIX = "zhdedup"
+FETCHED = f"{PREFIX}/fetched"
+ITEMS = f"{PREFIX}/items"
+EXTRACTED = f"{PREFIX}/extracted"
+STORED = f"{PREFIX}/stored"
+MATCHED = f"{PREFIX}/matched"                      # pages with at least one match
+MATCHES = f"{PREFIX}/matches"                      # match records
+MATCHES_LICENSED = f"{PREFIX}/matches_licensed"    # matches of a source licensed to the page's site
+REPLACED_ORIGINAL = f"{PREFIX}/replaced_original"  # a copy published earlier took its original's place
+RESUME_REQUEUED = f"{PREFIX}/resume/requeued"
+DUPLICATE_KINDS = ("exact", "near", "passages")
+
+
+def dropped(kind: str) -> str:
+    """Pages dropped as copies, by how they were found (exact | near | passages)."""
+    if kind not in DUPLICATE_KINDS:
+        raise ValueError(f"duplicate kind must be one of {DUPLICATE_KINDS}, not {kind!r}")
+    return f"{PREFIX}/dropped/{kind}"
+
+
+def failed(reason: str) -> str:
+    """Pages or items lost to a failure, by a reason slug (no_text, http_404, spool_unwritable...)."""
+    return f"{PREFIX}/failed/{reason}"
+
+
+FAILED_PREFIX = failed("")
+
+
+def ours(stats: Any) -> dict[str, Any]:
+    """The zhdedup/* stats without the prefix (for the run record and the report)."""
+    head = PREFIX + "/"
+    return {k[len(head):]: v for k, v in stats.get_stats().items() if k.startswith(head)}
+
+
+def failures(stats: Any) -> dict[str, int]:
+    """Failure counts by reason (numbers only)."""
+    return {k[len(FAILED_PREFIX):]: v for k, v in stats.get_stats().items()
+            if k.startswith(FAILED_PREFIX) and isinstance(v, (int, float))}

@@ -1,0 +1,25 @@
+"""Typed drops: why an item left the pipelines, as data (kind, reason) and as a message a person reads."""
+from __future__ import annotations
+
+from scrapy.exceptions import DropItem
+
+
+class DuplicateItem(DropItem):
+    """A copy of a kept page: kind (exact | near | passages), the original, distance or coverage."""
+
+    def __init__(self, kind: str, original_id: str | None, original_url: str,
+                 distance: int | None = None, coverage: float | None = None) -> None:
+        self.kind, self.original_id, self.original_url = kind, original_id, original_url
+        self.distance, self.coverage = distance, coverage
+        if kind == "exact":
+            message = f"exact duplicate of {original_url}"
+        elif kind == "passages":
+            message = f"near duplicate of {original_url} (shared passages cover {coverage or 0:.0%})"
+        else:
+            message = f"near duplicate of {original_url} (distance {distance})"
+        super().__init__(message)
+
+
+class SkippedItem(DropItem):
+    """A page that is not an article (list page, soft 404, empty, binary...): reason slug + message."""
+    def __init__(self, reason: str, message: str): super().__init__(message); self.reason = reason
