@@ -98,11 +98,11 @@ class MatchStore(Connection):
     # ---- dashboard -----------------------------------------------------------------------------------
     def dashboard_stats(self) -> dict[str, Any]:
         """Everything the dashboard aggregates, computed in one go (the admin runs it in the background)."""
-        days, series = self.matches_per_day()
-        return {"counts": self.dashboard_counts(), "days": days, "series": series, "sites": self.top_sites(),
+        days, series = self._matches_per_day()
+        return {"counts": self._dashboard_counts(), "days": days, "series": series, "sites": self._top_sites(),
                 "as_of": now()}
 
-    def dashboard_counts(self) -> dict[str, int]:
+    def _dashboard_counts(self) -> dict[str, int]:
         """Pages kept, copies dropped as duplicates, crawled in all, and matches per status."""
         kept = self.pages.estimated_document_count()
         dropped = self.duplicates.estimated_document_count()
@@ -113,7 +113,7 @@ class MatchStore(Connection):
         counts["matches_total"] = sum(by_status.values())
         return counts
 
-    def matches_per_day(self, days: int = 30, top: int = 5,
+    def _matches_per_day(self, days: int = 30, top: int = 5,
                         at: datetime | None = None) -> tuple[list[str], dict[str, list[int]]]:
         """Match counts per day for the busiest sites (the rest summed as 'other') over recent days."""
         at = utc(at) if at else now()
@@ -134,7 +134,7 @@ class MatchStore(Connection):
             series["other"] = [sum(counts[s].get(k, 0) for s in rest) for k in day_keys]
         return day_keys, series
 
-    def top_sites(self, n: int = 10) -> list[dict]:
+    def _top_sites(self, n: int = 10) -> list[dict]:
         """Sites with the most open or confirmed matches."""
         pipeline = [
             {"$match": {"status": {"$in": ["new", "confirmed"]}}},
