@@ -102,8 +102,6 @@ def get_store() -> Any:
             from storage import StoreConfig, open_store
 
             store = open_store(StoreConfig.from_env())
-        from admin.queries import ensure_indexes
-
-        ensure_indexes(store.db)
+        store.ensure_indexes()  # a store passed in may sit on a freshly dropped database
         ext["zhdedup_store"] = store
     return ext["zhdedup_store"]

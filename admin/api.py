@@ -7,13 +7,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from bson import ObjectId
 from flask import Blueprint, current_app, jsonify, request
 
 from admin import get_store
-from admin.queries import BadFilter, find_matches, parse_match_query
+from admin.queries import BadFilter, parse_match_query
 from admin.matches import LIST_FIELDS, texts_for
 from admin.render import passages
+from storage.schema import is_oid
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -24,7 +24,7 @@ def jsonable(v: Any) -> Any:
         return {k: jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [jsonable(x) for x in v]
-    if isinstance(v, ObjectId):
+    if is_oid(v):
         return str(v)
     if isinstance(v, datetime):
         return v.isoformat()
@@ -44,7 +44,7 @@ def matches() -> Any:
         mq = parse_match_query(request.args, current_app.config["PER_PAGE"])
     except BadFilter as exc:
         return jsonify(error=str(exc)), 400
-    docs, nxt = find_matches(get_store().db, mq, LIST_FIELDS)
+    docs, nxt = get_store().find_matches(mq, LIST_FIELDS)
     return jsonify(items=[jsonable({**d, "id": str(d["_id"])}) for d in docs], next=nxt)
 
 

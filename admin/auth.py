@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict, deque
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -63,25 +62,19 @@ class LoginLimiter:
             self._fails.pop(f"{ip}|{user}", None)
 
 
-def add_user(db: Any, name: str, password: str) -> None:
+def add_user(store: Any, name: str, password: str) -> None:
     """Create or reset an account; only the werkzeug hash of the password is stored."""
     name = name.strip()
     if not name or len(name) > 64 or any(c.isspace() for c in name):
         raise ValueError("user name must be 1-64 characters without spaces")
     if len(password) < 8:
         raise ValueError("password must be at least 8 characters")
-    now = datetime.now(timezone.utc)
-    db.users.update_one(
-        {"_id": name},
-        {"$set": {"password_hash": generate_password_hash(password), "updated": now},
-         "$setOnInsert": {"created": now}},
-        upsert=True,
-    )
+    store.save_user(name, generate_password_hash(password))
 
 
-def check_user(db: Any, name: str, password: str) -> bool:
+def check_user(store: Any, name: str, password: str) -> bool:
     """True when the account exists and the password matches its hash."""
-    doc = db.users.find_one({"_id": name}) if name else None
+    doc = store.get_user(name)
     if not doc:
         check_password_hash(generate_password_hash("x"), password)  # same work either way
         return False
@@ -113,7 +106,7 @@ def _require_login() -> Any:
     if g.user:
         from admin import get_store
 
-        if get_store().db.users.find_one({"_id": g.user}, {"_id": 1}):
+        if get_store().user_exists(g.user):
             return None
         session.clear()  # the account was removed: its sessions end too
         g.user = None
@@ -138,7 +131,7 @@ def login() -> Any:
         if wait > 0:
             flash(f"Too many failed logins; try again in {int(wait) + 1} seconds.", "error")
             return render_template("login.html", next=nxt), 429
-        if check_user(get_store().db, name, password):
+        if check_user(get_store(), name, password):
             limiter.succeeded(ip, name)
             session.clear()
             session["user"] = name

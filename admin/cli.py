@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, Sequence
 
-from admin.queries import STATUSES, MatchQuery, iter_matches
+from admin.queries import STATUSES, MatchQuery
 
 
 def open_default_store() -> Any:
@@ -31,8 +31,8 @@ def _users(args: argparse.Namespace) -> int:
 
     store = open_default_store()
     if args.users_cmd == "list":
-        for u in store.db.users.find({}, {"password_hash": 0}).sort("_id", 1):
-            print(u["_id"])
+        for name in store.list_users():
+            print(name)
         return 0
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
@@ -42,7 +42,7 @@ def _users(args: argparse.Namespace) -> int:
             print("error: passwords differ", file=sys.stderr)
             return 2
     try:
-        add_user(store.db, args.name, password)
+        add_user(store, args.name, password)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -80,7 +80,7 @@ def _matches(args: argparse.Namespace) -> int:
     store = open_default_store()
     mq = MatchQuery(status=args.status or "", per_page=min(args.limit, 500))
     fields = ("suspect_url", "site", "title", "source_id", "score", "status", "created")
-    for m in iter_matches(store.db, mq, limit=args.limit):
+    for m in store.iter_matches(mq, limit=args.limit):
         row = {k: m.get(k) for k in fields}
         row["id"] = str(m["_id"])
         row["created"] = row["created"].isoformat() if hasattr(row["created"], "isoformat") else row["created"]

@@ -6,7 +6,7 @@ from typing import Any
 from flask import Blueprint, current_app, render_template
 
 from admin import get_store
-from admin.queries import TTLCache, dashboard_stats, recent_runs
+from admin.queries import TTLCache
 from admin.render import svg_stacked_bars
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -21,10 +21,10 @@ def _cache() -> TTLCache:
 @bp.route("/")
 def index() -> Any:
     """Today's picture; the aggregations are cached and refreshed in the background."""
-    db = get_store().db
+    store = get_store()
     ttl = current_app.config.get("DASHBOARD_CACHE_SECONDS", CACHE_SECONDS)
-    stats = _cache().get("stats", ttl, lambda: dashboard_stats(db),
+    stats = _cache().get("stats", ttl, store.dashboard_stats,
                          wait=current_app.config.get("DASHBOARD_WAIT_SECONDS", 1.0))
     chart = svg_stacked_bars(stats["days"], stats["series"]) if stats else None
-    return render_template("dashboard.html", stats=stats, runs=recent_runs(db), chart=chart,
+    return render_template("dashboard.html", stats=stats, runs=store.list_runs(10), chart=chart,
                            has_chart=bool(stats and stats["series"]))

@@ -6,7 +6,6 @@ from typing import Any
 from flask import Blueprint, abort, render_template, request
 
 from admin import get_store
-from admin.queries import duplicate_clusters
 from admin.render import safe_href
 
 bp = Blueprint("duplicates", __name__, url_prefix="/duplicates")
@@ -20,6 +19,6 @@ def index() -> Any:
     if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
         abort(400, description="page must be a whole number between 1 and 10000")
     page = int(raw)
-    clusters, more = duplicate_clusters(get_store().db, q, page)
+    clusters, more = get_store().duplicate_clusters(q, page)
     return render_template("duplicates.html", clusters=clusters, more=more, q=q, page=page,
                            safe_href=safe_href)

@@ -11,9 +11,7 @@ from flask import (Blueprint, Response, abort, current_app, flash, g, redirect, 
                    request, stream_with_context, url_for)
 
 from admin import get_store
-from admin.queries import (ACTIONS, SORTS, STATUSES, BadFilter, apply_review, find_matches,
-                           iter_match_batches, open_matches_of_site, page_texts, parse_match_query,
-                           record_site_licence)
+from admin.queries import ACTIONS, SORTS, STATUSES, BadFilter, parse_match_query
 from admin.render import highlight_parts, passages, safe_href
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")
@@ -62,7 +60,7 @@ def index() -> Any:
     except BadFilter as exc:
         return render_template("matches/list.html", error=str(exc), matches=[], next_cursor=None,
                                mq=None, args=request.args, statuses=STATUSES, sorts=SORTS), 400
-    docs, nxt = find_matches(get_store().db, mq, LIST_FIELDS)
+    docs, nxt = get_store().find_matches(mq, LIST_FIELDS)
     return render_template("matches/list.html", matches=docs, next_cursor=nxt, mq=mq, error=None,
                            args=request.args, statuses=STATUSES, sorts=SORTS, safe_href=safe_href)
 
@@ -89,13 +87,13 @@ def review(match_id: str) -> Any:
         abort(400, description=f"action must be one of {', '.join(ACTIONS)}")
     note = request.form.get("note", "").strip()[:2000]
     store = get_store()
-    apply_review(store, match_id, action, g.user, note)
+    store.review_match(match_id, action, g.user, note)
     msg = f"Match marked {ACTIONS[action]}."
     if action == "license" and request.form.get("whole_site") and m.get("site") and m.get("source_id"):
-        record_site_licence(store.db, m["site"], m["source_id"], g.user, note)
-        others = [i for i in open_matches_of_site(store.db, m["site"], m["source_id"]) if str(i) != match_id]
-        for oid in others:
-            apply_review(store, str(oid), "license", g.user, note or f"site licensed with match {match_id}")
+        store.record_site_licence(m["site"], m["source_id"], g.user, note)
+        others = [i for i in store.open_matches_of_site(m["site"], m["source_id"]) if i != match_id]
+        for other in others:
+            store.review_match(other, "license", g.user, note or f"site licensed with match {match_id}")
         msg += f" Site {m['site']} licensed for this source; {len(others)} other matches updated."
     flash(msg, "ok")
     return redirect(url_for("matches.detail", match_id=match_id))
@@ -105,8 +103,8 @@ def _export_rows(mq: Any) -> Iterator[dict]:
     """Evidence rows: URLs, times, scores and the matched passages' offsets and text."""
     store = get_store()
     sources: dict[Any, str] = {}
-    for batch in iter_match_batches(store.db, mq):
-        texts = page_texts(store.db, [m.get("suspect_page_id") for m in batch])
+    for batch in store.iter_match_batches(mq):
+        texts = store.page_texts([m.get("suspect_page_id") for m in batch])
         for m in batch:
             sid = m.get("source_id")
             if sid not in sources:

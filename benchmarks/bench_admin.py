@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         start = fill(store, args.matches)
         print(f"inserted {args.matches} matches in {time.perf_counter() - t0:.1f} s", flush=True)
-        add_user(store.db, "bench", "bench-password")
+        add_user(store, "bench", "bench-password")
         client = app.test_client()
         client.post("/login", data={"username": "bench", "password": "bench-password"})
         d0 = (start + timedelta(days=60)).strftime("%Y-%m-%d")

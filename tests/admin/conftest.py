@@ -48,7 +48,7 @@ def app(store: Any, tmp_path: Path) -> Any:
 @pytest.fixture
 def reviewer(store: Any) -> str:
     """A reviewer account."""
-    add_user(store.db, "alice", PASSWORD)
+    add_user(store, "alice", PASSWORD)
     return "alice"
 
 

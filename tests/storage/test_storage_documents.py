@@ -6,6 +6,7 @@ import datetime as dt
 import pytest
 
 from storage import BadDocument, to_signed64, to_unsigned64
+from storage.matchlist import MatchQuery
 
 
 def page(store, url: str, **kw) -> dict:
@@ -73,8 +74,9 @@ def test_duplicates_and_runs(store):
     store.record_duplicate({"url": "http://b.test/c", "original_id": orig, "original_url": "http://a.test/o",
                             "method": "near", "distance": 2, "site": "b.test", "title": "t"})
     store.record_duplicate({"url": "http://b.test/c", "original_id": orig, "method": "exact", "distance": 0})
-    dups = store.duplicates_of(orig)
-    assert len(dups) == 1 and dups[0]["method"] == "exact"
+    clusters, more = store.duplicate_clusters()
+    assert not more and [c["_id"] for c in clusters] == [orig] and clusters[0]["original_url"] == "http://a.test/o"
+    assert [(d["url"], d["method"]) for d in clusters[0]["copies"]] == [("http://b.test/c", "exact")]
     with pytest.raises(BadDocument):
         store.record_duplicate({"url": "http://b.test/d", "original_id": orig, "method": "fuzzy"})
     rid = store.start_run("news")
@@ -99,7 +101,7 @@ def test_sources_and_seed_index(store):
     assert idx.lookup([8]) == {} and store.get_source("s1") is None
 
 
-def test_matches_upsert_review_list(store):
+def test_matches_upsert_review_find(store):
     ids = [store.upsert_match({"suspect_url": f"http://x.test/{i}", "source_id": "s1", "site": "x.test" if i % 2
                                else "y.test", "score": i / 10, "suspect_spans": [[0, 5]]}) for i in range(10)]
     assert store.review_match(ids[9], "confirm", "ann", "clear copy")["status"] == "confirmed"
@@ -109,17 +111,15 @@ def test_matches_upsert_review_list(store):
     m = store.get_match(ids[9])
     assert (m["status"], m["score"], m["reviewer"], len(m["history"])) == ("confirmed", 0.95, "ann", 1)
     store.review_match(ids[8], "dismiss", "bob")
-    res = store.list_matches({"status": "new"}, sort="-score", page=1, per_page=3)
-    assert res["total"] == 8 and res["pages"] == 3 and [d["score"] for d in res["items"]] == [0.7, 0.6, 0.5]
-    res = store.list_matches({"site": "x.test", "min_score": 0.3}, sort="score")
-    assert [d["score"] for d in res["items"]] == [0.3, 0.5, 0.7, 0.95]
-    assert store.list_matches({"status": ["confirmed", "dismissed"]})["total"] == 2
-    assert store.list_matches({"q": "x.test/1"})["total"] == 1
-    assert store.list_matches({"since": dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)})["total"] == 0
+    page, nxt = store.find_matches(MatchQuery(status="new", sort="score", per_page=3))
+    assert [d["score"] for d in page] == [0.7, 0.6, 0.5] and nxt
+    page, _ = store.find_matches(MatchQuery(site="x.test", score_min=0.3, sort="score_asc"))
+    assert [d["score"] for d in page] == [0.3, 0.5, 0.7, 0.95]
+    assert [d["status"] for d in store.iter_matches(MatchQuery(status="dismissed"))] == ["dismissed"]
+    assert store.find_matches(MatchQuery(date_from=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)))[0] == []
+    assert store.review_match(ids[0], "license", "ann")["status"] == "licensed"
     with pytest.raises(ValueError):
         store.review_match(ids[0], "approve", "ann")
-    with pytest.raises(ValueError):
-        store.list_matches(sort="-text")
     assert store.review_match("0" * 24, "confirm", "ann") is None
 
 

@@ -1,4 +1,4 @@
-"""The windowed, cursor-paged matches query agrees with a plain sort of the whole collection."""
+"""The windowed, cursor-paged matches list agrees with a plain sort of the whole collection."""
 from __future__ import annotations
 
 import random
@@ -6,8 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from admin.queries import SORTS, MatchQuery, decode_cursor, ensure_indexes, find_matches
-from admin.render import clean_spans, highlight_parts, safe_href
+from storage.matchlist import SORTS, MatchQuery, decode_cursor
 
 
 def brute(docs, mq):
@@ -35,7 +34,7 @@ def docs(store):
                     "source_id": f"w{i % 6}", "score": rnd.choice([1.0, 0.5, 0.25]) if i % 2 else rnd.random(),
                     "status": rnd.choice(["new", "confirmed", "dismissed", "licensed"]), "created": now - age})
     store.db.matches.insert_many(out)
-    ensure_indexes(store.db)
+    store.ensure_indexes()
     for d in out:
         d["_id"] = str(d["_id"])
     return out
@@ -54,7 +53,7 @@ def test_cursor_pages_equal_full_sort(store, docs):
             got, after = [], None
             for _ in range(100):
                 mq.after = after
-                page, nxt = find_matches(store.db, mq)
+                page, nxt = store.find_matches(mq)
                 got += [str(d["_id"]) for d in page]
                 if not nxt:
                     break
@@ -73,17 +72,6 @@ def test_date_range_and_offset_pages(store, docs):
     got = []
     for p in range(1, 40):
         mq.page = p
-        page, _ = find_matches(store.db, mq)
+        page, _ = store.find_matches(mq)
         got += [str(d["_id"]) for d in page]
     assert got == want
-
-
-def test_highlight_and_links():
-    parts = highlight_parts("abcdefghij", [[2, 4], [3, 6], [8, 99], ["x", 1], [7, 7]])
-    assert [(p["text"], p["mark"]) for p in parts] == [("ab", False), ("cdef", True), ("gh", False), ("ij", True)]
-    assert parts[1]["next"] == 2 and parts[3]["next"] is None
-    assert clean_spans([[5, 2]], 10) == []
-    assert safe_href("https://a.example/x?y=1") == "https://a.example/x?y=1"
-    for bad in ["javascript:alert(1)", " JavaScript:alert(1)", "data:text/html,<b>", "//a.example",
-                "http:/x", "java\tscript:alert(1)", None, 5]:
-        assert safe_href(bad) is None, bad

@@ -1,0 +1,87 @@
+"""DedupStore: the Redis index calls of the dedup pipeline (check-and-insert, passage sketches),
+with phantom entries (indexed, never saved) replaced and Redis outages spooled."""
+from __future__ import annotations
+
+import logging
+
+from pymongo.errors import PyMongoError
+
+from .connection import Connection
+from .errors import StorageUnavailable
+from .redis_index import DedupResult
+from .schema import id_age_seconds, new_id, to_oid
+
+log = logging.getLogger(__name__)
+
+
+class DedupStore(Connection):
+    """Is this page new, an exact copy or a near copy, answered by Redis in one round trip."""
+
+    @staticmethod
+    def new_page_id() -> str:
+        """A fresh page id (ObjectId hex) to use for check_and_insert and then save_page."""
+        return new_id()
+
+    def check_and_insert(self, page_id: str, content_hash: str, simhash: int, k: int | None = None) -> DedupResult:
+        """Atomically: exact duplicate? near duplicate within k bits? else index this page. One round trip."""
+        k = self.config.simhash_k if k is None else k
+        for _ in range(3):
+            try:
+                res = self._retry("redis", self.index.check, page_id, content_hash, simhash, k)
+            except StorageUnavailable:
+                self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
+                return DedupResult("new", spooled=True)
+            if res.original_id == page_id:  # re-check of a page already indexed (resume, replay)
+                return DedupResult("new")
+            if res.kind == "exact" and res.original_id is None:
+                return self._exact_owner(res, content_hash)
+            if not (res.is_duplicate and self._is_phantom(res.original_id)):
+                return res
+            # the original was indexed by a crawler that died before saving it: this page takes its place
+            log.warning("index entry %s has no page in MongoDB (crawler killed before saving?): replacing it",
+                        res.original_id)
+            self._retry("redis", self.index.evict, res.original_id, res.original_simhash,
+                        content_hash if res.kind == "exact" else None)
+        return res
+
+    def lookup(self, content_hash: str, simhash: int, k: int | None = None) -> DedupResult:
+        """Like check_and_insert but never inserts (what would this page be?)."""
+        k = self.config.simhash_k if k is None else k
+        res = self._retry("redis", self.index.check, "", content_hash, simhash, k, False)
+        return self._exact_owner(res, content_hash) if res.kind == "exact" and res.original_id is None else res
+
+    def claim_sketch(self, page_id: str, values: list[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
+        """Add a kept page's passage sketch; (its claim number, earlier-or-later pages sharing values).
+
+        With Redis away the page is simply not compared by passages (logged): SimHash and the exact
+        hash still ran, and the spool replays those.
+        """
+        try:
+            return self._retry("redis", self.sketches.claim, page_id, values, min_shared)
+        except StorageUnavailable:
+            log.warning("Redis unavailable: page %s not checked for shared passages", page_id)
+            return 0, []
+
+    def forget_copy(self, page_id: str, content_hash: str, simhash: int, sketch: list[int]) -> None:
+        """Undo a page's index entries after it turned out to be a copy (third dedup step)."""
+        self._retry("redis", self.sketches.unclaim, page_id, sketch)
+        self._retry("redis", self.index.remove, page_id, content_hash, simhash)
+
+    def _is_phantom(self, page_id: str | None) -> bool:
+        """True for an index entry older than phantom_seconds whose page MongoDB does not have."""
+        age = id_age_seconds(page_id)
+        if age is None or age < self.config.phantom_seconds:
+            return False  # not our id, or its crawler may still be saving it
+        try:
+            return self.pages.find_one({"_id": to_oid(page_id)}, {"_id": 1}) is None \
+                and not self.spool.count()
+        except PyMongoError:
+            return False
+
+    def _exact_owner(self, res: DedupResult, content_hash: str) -> DedupResult:
+        """Same content indexed under another SimHash: find its page in MongoDB."""
+        try:
+            doc = self._retry("mongo", self.pages.find_one, {"content_hash": content_hash}, {"_id": 1})
+        except StorageUnavailable:
+            doc = None
+        return DedupResult("exact", str(doc["_id"]) if doc else None, 0)

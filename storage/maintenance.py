@@ -1,0 +1,206 @@
+"""MaintenanceStore: keeping Redis in step with MongoDB (rebuild, reconcile), purges, status, and
+replaying the spool written while a server was away."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+import redis
+from pymongo.errors import PyMongoError
+
+from .catalog import SourceStore
+from .connection import COLLECTIONS
+from .dedup import DedupStore
+from .errors import StorageUnavailable
+from .matches import MatchStore
+from .pages import PageStore
+from .redis_index import DedupResult
+from .runs import RunStore
+from .schema import now, to_date, to_oid, to_unsigned64
+
+log = logging.getLogger(__name__)
+
+
+class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore):
+    """Whole-store operations over pages, duplicates, matches and both indexes."""
+
+    def _indexable(self, query: dict | None = None) -> Iterable[tuple[str, str, int]]:
+        cur = self.pages.find(query or {"content_hash": {"$type": "string"}, "simhash": {"$ne": None}},
+                              {"_id": 1, "content_hash": 1, "simhash": 1}).batch_size(5000)
+        for d in cur:
+            if isinstance(d.get("content_hash"), str) and isinstance(d.get("simhash"), int):
+                yield str(d["_id"]), d["content_hash"], to_unsigned64(d["simhash"])
+
+    def rebuild_index(self) -> int:
+        """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change)."""
+        from storage.sources import SourceLibrary
+
+        self._retry("redis", self.index.clear)
+        n = self._retry("redis", self.index.add_many, self._indexable())
+        self._retry("redis", self.index.mark_layout)
+        self._retry("redis", self.seed_index().clear)
+        SourceLibrary(self).reindex()
+        self._retry("redis", self.sketches.clear)
+        self._reclaim_sketches()
+        return n
+
+    def _reclaim_sketches(self) -> int:
+        """Re-add kept pages' passage sketches from MongoDB, oldest first (claim order = page order)."""
+        n = 0
+        for d in self.pages.find({"sketch": {"$type": "array"}}, {"_id": 1, "sketch": 1}).sort("fetched", 1):
+            self._retry("redis", self.sketches.claim, str(d["_id"]), [to_unsigned64(v) for v in d["sketch"]], 10 ** 6)
+            n += 1
+        return n
+
+    def reconcile_index(self, exclude: set[str] | None = None) -> int:
+        """Re-add pages MongoDB has but Redis lost (idempotent, nothing removed); returns pages re-added."""
+        if not self._retry("redis", self.index.layout_ok):
+            log.warning("the Redis index has an older layout: rebuilding it from MongoDB")
+            self.rebuild_index()
+        self._retry("redis", self.index.mark_layout)
+        exclude = exclude or set()
+        indexed = self._retry("redis", self.index.count)
+        stored = self._retry("mongo", self.pages.count_documents, {}) - len(exclude)
+        if stored <= 0 or (indexed is not None and indexed >= stored):
+            return 0
+        log.warning("Redis index has %s pages, MongoDB %s: re-adding from MongoDB", indexed, stored)
+        self._retry("redis", self.index.add_many, (p for p in self._indexable() if p[0] not in exclude))
+        if not self._retry("redis", self.redis.exists, f"{self.config.key_prefix}skseq"):
+            self._reclaim_sketches()
+        return stored - (indexed or 0)
+
+    def purge(self, site: str | None = None, url: str | None = None, before: Any = None) -> dict:
+        """Remove pages (and their copies and matches) of a site, a URL, or fetched before a date, from both stores."""
+        q: dict[str, Any] = {}
+        if site:
+            q["site"] = site
+        if url:
+            q["url"] = url
+        if before is not None:
+            q["fetched"] = {"$lt": to_date(before)}
+        if not q:
+            raise ValueError("purge needs site, url or before (refusing to delete everything)")
+        counts = {"pages": 0, "duplicates": 0, "matches": 0}
+        while True:  # in batches, so a purge of millions of pages never builds one huge query
+            batch = self._retry("mongo", list, self.pages.find(q, {"_id": 1, "url": 1, "content_hash": 1,
+                                                                   "simhash": 1, "sketch": 1}).limit(1000))
+            if not batch:
+                break
+            for d in batch:
+                self._unindex(d)
+            ids = [d["_id"] for d in batch]
+            deleted = self._retry("mongo", self.pages.delete_many, {"_id": {"$in": ids}}).deleted_count
+            counts["pages"] += deleted
+            counts["duplicates"] += self._retry("mongo", self.duplicates.delete_many,
+                                                {"original_id": {"$in": [str(i) for i in ids]}}).deleted_count
+            counts["matches"] += self._retry("mongo", self.matches.delete_many,
+                                             {"suspect_url": {"$in": [d["url"] for d in batch]}}).deleted_count
+            if not deleted:
+                break
+        counts["duplicates"] += self._retry("mongo", self.duplicates.delete_many, q).deleted_count
+        extra = [{"site": site}] if site else []
+        extra += [{"suspect_url": url}] if url else []
+        if extra:
+            counts["matches"] += self._retry("mongo", self.matches.delete_many, {"$or": extra}).deleted_count
+        return counts
+
+    def status(self) -> dict:
+        """Which servers are in use, whether they answer, counts, index size, spool backlog."""
+        out: dict[str, Any] = {"var_dir": str(self.config.var_path), "db_name": self.config.db_name,
+                               "key_prefix": self.config.key_prefix}
+        for name, uri, probe in (("mongo", self.mongo_uri, lambda: self.mongo.admin.command("ping")),
+                                 ("redis", self.redis_url, self.redis.ping)):
+            entry = {"uri": uri, "embedded": bool(self.embedded.get(name)), "ok": True}
+            try:
+                probe()
+            except Exception as e:  # noqa: BLE001 - status reports, never raises
+                entry.update(ok=False, error=f"{type(e).__name__}: {e}")
+            out[name] = entry
+        try:
+            out["counts"] = {n: self.db[n].count_documents({}) for n in COLLECTIONS}
+        except PyMongoError as e:
+            out["counts"] = None
+            out["mongo"]["error"] = str(e)
+        try:
+            out["index"] = {"pages": self.index.count() or 0,
+                            "used_memory": self.redis.info("memory").get("used_memory")}
+        except redis.RedisError:
+            out["index"] = None
+        out["spool"] = {"entries": self.spool.count(), "dir": str(self.spool.dir)}
+        return out
+
+    # ---- spool replay --------------------------------------------------------------------------------
+    def replay_spool(self) -> dict[str, int]:
+        """Replay spooled writes (oldest first); entries that still fail are spooled again.
+
+        Pages stored while Redis was away are left out of the index repair until their spooled
+        check runs, so a copy seen during the outage is still found to be a copy.
+        """
+        stats = {"replayed": 0, "demoted": 0, "failed": 0}
+        claimed = [c for c in (self.spool.claim(p) for p in self.spool.pending()) if c is not None]
+        entries = [e for c in claimed for e in self.spool.entries(c)]
+        pending_ids = {e["args"]["page_id"] for e in entries if e["op"] == "index"}
+        try:
+            self.reconcile_index(exclude=pending_ids)
+        except StorageUnavailable as e:
+            log.warning("index repair skipped: %s", e)
+        demoted: dict[str, DedupResult] = {}
+        for entry in entries:
+            try:
+                if self._replay_one(entry["op"], entry["args"], demoted, stats) is not False:
+                    stats["replayed"] += 1
+            except (StorageUnavailable, PyMongoError, redis.RedisError) as e:
+                stats["failed"] += 1
+                log.warning("replay of %s failed (%s); kept in the spool", entry["op"], e)
+                self._spool(entry["op"], **entry["args"])
+        for c in claimed:
+            self.spool.done(c)
+        if stats["replayed"] or stats["failed"]:
+            log.warning("spool replay: %s", stats)
+        return stats
+
+    def _replay_one(self, op: str, a: dict, demoted: dict[str, DedupResult], stats: dict) -> bool | None:
+        if op == "index":
+            return self._replay_index(a, demoted, stats)
+        if op == "save_page":
+            doc = a["doc"]
+            res = demoted.get(str(doc["_id"]))
+            if res is not None:
+                self._demote(doc, res)
+                stats["demoted"] += 1
+            else:
+                self._retry("mongo", self._save_page, doc)
+        elif op == "record_duplicate":
+            self._retry("mongo", self.duplicates.update_one, {"url": a["doc"]["url"]}, {"$set": a["doc"]}, upsert=True)
+        elif op == "start_run":
+            self._retry("mongo", self.runs.replace_one, {"_id": a["doc"]["_id"]}, a["doc"], upsert=True)
+        elif op == "finish_run":
+            self.finish_run(a["run_id"], a["counts"])
+        elif op == "upsert_match":
+            self.upsert_match(a["doc"])
+        else:
+            raise ValueError(f"unknown spool operation {op!r}")
+        return None
+
+    def _replay_index(self, a: dict, demoted: dict[str, DedupResult], stats: dict) -> bool | None:
+        """A dedup check spooled while Redis was away; a page it finds to be a copy is demoted."""
+        res = self.check_and_insert(a["page_id"], a["content_hash"], int(a["simhash"]), int(a["k"]))
+        if res.spooled:  # Redis still away: check_and_insert has spooled it again
+            stats["failed"] += 1
+            return False
+        if res.is_duplicate:
+            demoted[a["page_id"]] = res
+            page = self._retry("mongo", self.pages.find_one, {"_id": to_oid(a["page_id"])})
+            if page is not None:
+                self._demote(page, res)
+                stats["demoted"] += 1
+        return None
+
+    def _demote(self, page: dict, res: DedupResult) -> None:
+        """A page stored as new while Redis was away turned out to be a copy: record it as a duplicate."""
+        orig = self._retry("mongo", self.pages.find_one, {"_id": to_oid(res.original_id)}, {"url": 1})
+        self._retry("mongo", self.duplicates.update_one, {"url": page["url"]}, {"$set": {
+            "url": page["url"], "original_id": res.original_id, "original_url": orig and orig.get("url"),
+            "method": res.kind, "distance": res.distance, "site": page.get("site"), "title": page.get("title"),
+            "fetched": page.get("fetched") or now()}}, upsert=True)
+        self._retry("mongo", self.pages.delete_one, {"_id": page["_id"]})

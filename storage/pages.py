@@ -1,0 +1,118 @@
+"""PageStore: kept pages (collection `pages`): validate and save, read back, and promote an earlier
+copy to original (replace_original)."""
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from pymongo.errors import DuplicateKeyError
+
+from .documents import check_keys, check_text, fit_bson, out
+from .duplicates import DuplicateStore
+from .errors import BadDocument, StorageUnavailable
+from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_signed64, to_unsigned64
+
+PAGE_TEXT_FIELDS = ("url", "canonical_url", "site", "title", "text", "author", "spider")
+
+
+def page_doc(doc: dict) -> dict:
+    """Validate and convert a page for MongoDB (ids, signed SimHash, DNA, size)."""
+    if not isinstance(doc, dict) or not doc.get("url"):
+        raise BadDocument("a page needs a 'url'")
+    d = {k: v for k, v in doc.items() if k != "id"}
+    d["_id"] = to_oid(doc.get("_id") or doc.get("id") or new_id())
+    check_keys({k: v for k, v in d.items() if k != "_id"})
+    check_text(d, PAGE_TEXT_FIELDS)
+    if d.get("simhash") is not None:
+        sh = int(d["simhash"])
+        if not -(2**63) <= sh < 2**64:
+            raise BadDocument(f"simhash {sh} is not a 64-bit value")
+        d["simhash"] = to_signed64(sh) if sh >= 0 else sh
+    if d.get("dna") is not None:
+        d["dna"] = [int(x) if -(2**63) <= int(x) <= INT64_MAX else str(int(x)) for x in d["dna"]]
+    if d.get("sketch") is not None:
+        d["sketch"] = [to_signed64(int(v)) for v in d["sketch"]]
+    d["fetched"] = to_date(d["fetched"]) if d.get("fetched") else now()
+    return fit_bson(d)
+
+
+class PageStore(DuplicateStore):
+    """Save and read kept pages; the crawler's re-crawls keep their first id."""
+
+    def save_page(self, doc: dict) -> str:
+        """Store a page (upsert by id); returns its id. Spooled if MongoDB stays away."""
+        d = page_doc(doc)
+        try:
+            return self._retry("mongo", self._save_page, d)
+        except StorageUnavailable:
+            self._spool("save_page", doc=d)
+            return str(d["_id"])
+
+    def _save_page(self, d: dict) -> str:
+        try:
+            self.pages.replace_one({"_id": d["_id"]}, d, upsert=True)
+            return str(d["_id"])
+        except DuplicateKeyError:
+            # Same URL stored under another id (a re-crawl): update that page, keep its id.
+            old = self.pages.find_one({"url": d["url"]}, {"_id": 1, "content_hash": 1, "simhash": 1})
+            if old is None:
+                raise
+            body = {k: v for k, v in d.items() if k != "_id"}
+            self.pages.replace_one({"_id": old["_id"]}, body)
+            if d.get("content_hash") and d.get("simhash") is not None:
+                try:
+                    self.index.remove(str(d["_id"]), d["content_hash"], to_unsigned64(d["simhash"]))
+                except (redis.RedisError, ValueError):
+                    pass
+            return str(old["_id"])
+
+    def get_page(self, page_id: str) -> dict | None:
+        """One page by id (simhash unsigned again), or None."""
+        return out(self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id)}))
+
+    def page_by_url(self, url: str) -> dict | None:
+        """One page by URL, or None."""
+        return out(self._retry("mongo", self.pages.find_one, {"url": url}))
+
+    def page_texts(self, page_ids: list[Any]) -> dict[str, str]:
+        """Texts of many stored pages in one query, keyed by str(id) (evidence exports)."""
+        ids = any_id_form(page_ids)
+        if not ids:
+            return {}
+        return {str(p["_id"]): str(p.get("text") or "") for p in self.pages.find({"_id": {"$in": ids}}, {"text": 1})}
+
+    def replace_original(self, old_id: str, new: dict, method: str, distance: int | None = None,
+                         coverage: float | None = None) -> None:
+        """A page found to copy `old_id` was published earlier: it becomes the original (Nutch's rule).
+
+        The old page moves to `duplicates` (as a copy of the new one), its copies are re-pointed, its
+        matches keep its text, and the Redis entries change owner. `new` holds the new page's id, url,
+        content_hash, simhash and sketch; the caller then saves the new page as usual. Not atomic across
+        crawlers: two crawlers promoting copies of one story at the same instant could both win.
+        """
+        old = self._retry("mongo", self.pages.find_one, {"_id": to_oid(old_id)})
+        if old is None:
+            return
+        self.record_duplicate({"url": old["url"], "original_id": new["id"], "original_url": new["url"],
+                               "method": method, "distance": distance, "coverage": coverage,
+                               "site": old.get("site"), "title": old.get("title"), "fetched": old.get("fetched"),
+                               "content_hash": old.get("content_hash"), "replaced_by_earlier": True})
+        self._retry("mongo", self.duplicates.update_many, {"original_id": str(old["_id"])},
+                    {"$set": {"original_id": new["id"], "original_url": new["url"]}})
+        self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
+                    {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
+        self._retry("mongo", self.pages.delete_one, {"_id": old["_id"]})
+        self._unindex(old)
+        self._retry("redis", self.index.check, new["id"], new["content_hash"], int(new["simhash"]),
+                    self.config.simhash_k, True)
+        if new.get("sketch"):
+            self._retry("redis", self.sketches.claim, new["id"], new["sketch"], 10 ** 6)
+
+    def _unindex(self, stored: dict) -> None:
+        """Remove a stored page's SimHash, exact-hash and sketch entries from Redis."""
+        if isinstance(stored.get("content_hash"), str) and isinstance(stored.get("simhash"), int):
+            self._retry("redis", self.index.remove, str(stored["_id"]), stored["content_hash"],
+                        to_unsigned64(stored["simhash"]))
+        if stored.get("sketch"):
+            self._retry("redis", self.sketches.unclaim, str(stored["_id"]),
+                        [to_unsigned64(v) for v in stored["sketch"]])

@@ -1,0 +1,122 @@
+"""The one place for what every reader and writer of the database agrees on: ids, times, SimHash
+signedness, match statuses and review actions, and the MongoDB indexes."""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any, Iterable
+
+import pymongo
+from bson import ObjectId
+from pymongo.errors import OperationFailure
+
+log = logging.getLogger(__name__)
+
+INT64_MAX = 2**63 - 1
+MATCH_STATUSES = ("new", "confirmed", "dismissed", "licensed")
+#: review action -> the status it sets ("reopen" is for scripts; the admin offers the other three)
+REVIEW_ACTIONS = {"confirm": "confirmed", "dismiss": "dismissed", "license": "licensed", "reopen": "new"}
+
+ASC, DESC = pymongo.ASCENDING, pymongo.DESCENDING
+#: collection -> (keys, unique); unique ones must build, others may exist already under another name
+INDEXES: dict[str, list[tuple[Any, bool]]] = {
+    "pages": [("url", True), ("canonical_url", False), ("site", False), ("content_hash", False),
+              ("fetched", False), ("cluster_id", False), ("run_id", False)],
+    "duplicates": [("url", True), ("original_id", False), ("site", False), ("fetched", False)],
+    "matches": [([("suspect_url", ASC), ("source_id", ASC)], True),
+                ("status", False), ("site", False), ("source_id", False), ("created", False),
+                # the admin's windowed list: {one equality field, a range on the sort field}
+                ([("created", DESC)], False), ([("status", ASC), ("created", DESC)], False),
+                ([("site", ASC), ("created", DESC)], False), ([("source_id", ASC), ("created", DESC)], False),
+                ([("score", DESC)], False), ([("status", ASC), ("score", DESC)], False),
+                ([("site", ASC), ("score", DESC)], False), ([("source_id", ASC), ("score", DESC)], False)],
+    "runs": [([("spider", ASC), ("started", DESC)], False), ([("started", DESC)], False)],
+}
+
+
+def ensure_indexes(db: Any) -> None:
+    """Create every index readers and writers rely on (idempotent)."""
+    for coll, specs in INDEXES.items():
+        for keys, unique in specs:
+            if unique:
+                db[coll].create_index(keys, unique=True)
+                continue
+            try:
+                db[coll].create_index(keys)
+            except OperationFailure as e:  # an equivalent index with another name or options exists
+                log.debug("index %s on %s not created: %s", keys, coll, e)
+
+
+def now() -> dt.datetime:
+    """Timezone-aware UTC now (what every timestamp field holds)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def utc(v: dt.datetime) -> dt.datetime:
+    """Aware UTC datetimes everywhere (the client is tz_aware; naive values count as UTC)."""
+    return v.replace(tzinfo=dt.timezone.utc) if v.tzinfo is None else v.astimezone(dt.timezone.utc)
+
+
+def to_date(value: Any) -> dt.datetime:
+    """A datetime (UTC when naive) from a datetime, a date or an ISO string; ValueError otherwise."""
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
+    try:
+        return to_date(dt.datetime.fromisoformat(str(value)))
+    except ValueError:
+        raise ValueError(f"not a date: {value!r} (use YYYY-MM-DD)") from None
+
+
+def to_signed64(v: int) -> int:
+    """Unsigned 64-bit SimHash -> signed int64 for MongoDB."""
+    return v - 2**64 if v >= 2**63 else v
+
+
+def to_unsigned64(v: int) -> int:
+    """Signed int64 from MongoDB -> unsigned 64-bit SimHash."""
+    return v + 2**64 if v < 0 else v
+
+
+def new_id() -> str:
+    """A fresh document id (ObjectId hex): unique across processes and ordered by creation time."""
+    return str(ObjectId())
+
+
+def is_oid_hex(v: Any) -> bool:
+    """True for a 24-hex string, the form in which ObjectIds travel outside storage/."""
+    return isinstance(v, str) and len(v) == 24 and ObjectId.is_valid(v)
+
+
+def is_oid(v: Any) -> bool:
+    """True for an ObjectId (so callers can print ids without importing bson)."""
+    return isinstance(v, ObjectId)
+
+
+def to_oid(doc_id: Any) -> Any:
+    """A 24-hex id string as ObjectId; any other id unchanged."""
+    return ObjectId(doc_id) if is_oid_hex(doc_id) else doc_id
+
+
+def id_age_seconds(doc_id: Any) -> float | None:
+    """Seconds since an ObjectId-style id was made, None for other ids."""
+    if not is_oid_hex(doc_id):
+        return None
+    return (now() - ObjectId(doc_id).generation_time).total_seconds()
+
+
+def any_id_form(ids: Iterable[Any]) -> list[Any]:
+    """Ids as given plus their ObjectId forms, for `$in` queries over ids stored either way."""
+    given = [i for i in ids if i is not None]
+    return given + [ObjectId(i) for i in given if is_oid_hex(i)]
+
+
+def cursor_id(token: dict) -> Any:
+    """An _id back from its JSON form (see id_token)."""
+    return ObjectId(token["o"]) if "o" in token else token["s"]
+
+
+def id_token(doc_id: Any) -> dict:
+    """An _id in a JSON-safe form that keeps whether it was an ObjectId."""
+    return {"o": str(doc_id)} if isinstance(doc_id, ObjectId) else {"s": doc_id}
