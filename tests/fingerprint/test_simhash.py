@@ -67,3 +67,22 @@ def test_empty_text_and_signed_round_trip():
     for fp in (0, 1, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1):
         assert to_unsigned(to_signed(fp)) == fp
         assert -(2 ** 63) <= to_signed(fp) < 2 ** 63
+
+
+def test_idf_table_cache_equals_a_fresh_build_and_survives_a_bad_file(tmp_path, monkeypatch):
+    """Start-up loads the IDF table from a versioned cache file; it must be the very table a build gives."""
+    import numpy as np
+
+    from fingerprint import tokens
+
+    monkeypatch.setenv("ZHDEDUP_CACHE_DIR", str(tmp_path))
+    fresh = tokens.build_idf_buckets()
+    for attempt in ("missing", "written", "corrupt"):
+        if attempt == "corrupt":
+            tokens._cache_file().write_bytes(b"not a table")
+        tokens.idf_buckets.cache_clear()
+        loaded = tokens.idf_buckets()
+        assert all(np.array_equal(a, b) for a, b in zip(loaded[:3], fresh[:3])), attempt
+        assert loaded[3:] == fresh[3:] and loaded[2].dtype == np.int64
+        assert tokens._cache_file().exists()
+    tokens.idf_buckets.cache_clear()
