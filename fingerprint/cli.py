@@ -32,6 +32,13 @@ def _k_arg(value: str) -> int:
         raise argparse.ArgumentTypeError(str(exc) if value.lstrip("-").isdigit() else f"not a whole number: {value!r}")
 
 
+def _workers_arg(value: str) -> int:
+    """argparse type for --workers: 1 to 64 processes."""
+    if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= 64:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 64, not {value!r}")
+    return int(value)
+
+
 class InputError(Exception):
     """Input that cannot be read at all (the message names the file)."""
 
@@ -115,37 +122,77 @@ def cmd_dna(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dedup_row(doc_id: str, text: str, args: argparse.Namespace, state: dict) -> dict:
-    """One Single-Pass step: SimHash only (the seeds' method) or the product's three steps."""
-    fp = fingerprint_text(text, args.weighting, state["tokenizer"])
+def _fields(text: str, weighting: str, tokenizer: Tokenizer, sketch_size: int) -> tuple[str, int, tuple[int, ...]]:
+    """(content hash, SimHash, passage sketch) of one document: the parallel part of dedup."""
+    fp = fingerprint_text(text, weighting, tokenizer)
+    return fp.content_hash, int(fp.simhash), tuple(sketch(text, sketch_size)) if sketch_size else ()
+
+
+_WORKER: dict = {}
+
+
+def _init_worker(userdict: str | None, weighting: str, sketch_size: int) -> None:
+    """Load the tokenizer and tables once per worker process."""
+    _WORKER.update(tokenizer=Tokenizer(_user_words(userdict)), weighting=weighting, sketch_size=sketch_size)
+
+
+def _worker_fields(text: str) -> tuple[str, int, tuple[int, ...]]:
+    return _fields(text, _WORKER["weighting"], _WORKER["tokenizer"], _WORKER["sketch_size"])
+
+
+def _fingerprinted(docs: Iterator[tuple[int, str, str]], args: argparse.Namespace, sketch_size: int):
+    """(id, text, fields) in input order; fields computed in args.workers processes when > 1."""
+    if args.workers <= 1:
+        tokenizer = Tokenizer(_user_words(args.userdict))
+        for _, doc_id, text in docs:
+            yield doc_id, text, _fields(text, args.weighting, tokenizer, sketch_size)
+        return
+    import multiprocessing as mp
+    from collections import deque
+
+    pending: deque[tuple[str, str]] = deque()
+
+    def texts() -> Iterator[str]:
+        for _, doc_id, text in docs:
+            pending.append((doc_id, text))
+            yield text
+
+    with mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn").Pool(args.workers, _init_worker, (args.userdict, args.weighting, sketch_size)) as pool:
+        for fields in pool.imap(_worker_fields, texts(), chunksize=16):
+            doc_id, text = pending.popleft()
+            yield doc_id, text, fields
+
+
+def _dedup_row(doc_id: str, text: str, fields: tuple, args: argparse.Namespace, state: dict) -> dict:
+    """One Single-Pass step: SimHash only (the seeds' method) or the product's dedup engine."""
+    content, simhash_value, sketch_values = fields
     if args.method == "full":
-        engine = state["engine"]
-        doc = DedupDoc(doc_id, text, fp.content_hash, int(fp.simhash), tuple(sketch(text, engine.params.sketch_size)))
-        verdict = engine.decide(doc)
+        verdict = state["engine"].decide(DedupDoc(doc_id, text, content, simhash_value, sketch_values))
         if verdict.kind == "new":
             return {"id": doc_id, "cluster": doc_id, "duplicate_of": None, "distance": 0, "method": None}
         return {"id": doc_id, "cluster": verdict.original, "duplicate_of": verdict.original,
                 "distance": verdict.distance, "method": verdict.method}
     exact = state["exact"]
-    if fp.content_hash in exact:
-        return {"id": doc_id, "cluster": exact[fp.content_hash], "duplicate_of": exact[fp.content_hash],
+    if content in exact:
+        return {"id": doc_id, "cluster": exact[content], "duplicate_of": exact[content],
                 "distance": 0, "method": "exact"}
-    a = state["clusters"].add(doc_id, fp.simhash)
-    exact.setdefault(fp.content_hash, a.cluster)
+    a = state["clusters"].add(doc_id, simhash_value)
+    exact.setdefault(content, a.cluster)
     return {"id": doc_id, "cluster": a.cluster, "duplicate_of": a.duplicate_of, "distance": a.distance,
             "method": "simhash" if a.duplicate_of is not None else None}
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
     problems: list[str] = []
-    state = {"tokenizer": Tokenizer(_user_words(args.userdict)), "clusters": SinglePass(k=args.k),
-             "exact": {}, "engine": DedupEngine(NearDupParams(k=args.k))}
+    engine = DedupEngine(NearDupParams(k=args.k))
+    state = {"clusters": SinglePass(k=args.k), "exact": {}, "engine": engine}
+    sketch_size = engine.params.sketch_size if args.method == "full" else 0
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     started, docs, dups = time.perf_counter(), 0, 0
     bar = _progress(args.progress or sys.stderr.isatty())
     try:
-        for _, doc_id, text in iter_jsonl(args.input, problems):
-            row = _dedup_row(doc_id, text, args, state)
+        for doc_id, text, fields in _fingerprinted(iter_jsonl(args.input, problems), args, sketch_size):
+            row = _dedup_row(doc_id, text, fields, args, state)
             docs += 1
             dups += row["duplicate_of"] is not None
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -160,7 +207,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         print(p, file=sys.stderr)
     elapsed = time.perf_counter() - started
     print(f"documents {docs}, clusters {docs - dups}, duplicates {dups}, skipped {len(problems)}, "
-          f"{elapsed:.2f} s ({docs / elapsed if elapsed else 0:.0f} docs/s)", file=sys.stderr)
+          f"{elapsed:.2f} s ({docs / elapsed if elapsed else 0:.0f} docs/s, {args.workers} worker"
+          f"{'s' if args.workers > 1 else ''})", file=sys.stderr)
     return 0 if docs or not problems else 1
 
 
@@ -244,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     dd.add_argument("--method", choices=["full", "simhash"], default="full",
                     help="full: exact hash, SimHash, then shared passages (default); simhash: the seeds' Single-Pass")
     dd.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
+    dd.add_argument("--workers", type=_workers_arg, default=1,
+                    help="processes that fingerprint in parallel (decisions stay in input order: same output)")
     dd.set_defaults(func=cmd_dedup)
     c = sub.add_parser("compare", help="every method's similarity for two texts")
     c.add_argument("a")

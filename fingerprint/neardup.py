@@ -24,12 +24,10 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-import numpy as np
-
 from fingerprint.document import fingerprint_text
 from fingerprint.hamming_index import HammingIndex
 from fingerprint.matcher import MatchParams, _Letters, align
-from fingerprint.seeds import seeds
+from fingerprint.seeds import smallest_seeds
 from fingerprint.simhash import hamming
 
 MAX_K = 8  # beyond 8 bits the k+1 blocks are under 8 bits wide: every lookup scans a large share of the index
@@ -65,9 +63,7 @@ class NearDupParams:
 
 def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
     """The `size` smallest distinct seed hashes of a text (empty for texts without Han characters)."""
-    letters = _Letters.of(text)
-    hashes, _ = seeds(letters.codes)
-    return np.unique(hashes)[:size].tolist()
+    return smallest_seeds(_Letters.of(text).codes, size)
 
 
 def passage_coverage(a: str, b: str) -> float:

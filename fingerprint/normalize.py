@@ -71,10 +71,14 @@ def _lut() -> np.ndarray:
     return lut
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def _fold_chars(text: str) -> str:
     """NFKC + _table() per character; whole-string NFKC only for expanding or combining characters."""
     codes = _lut()[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)]
     if (codes == _EXPAND).any():
+        text = _SURROGATES.sub("", text)  # lone surrogates are deleted on this path too (they cannot be tokenised)
         return _ELLIPSIS.sub(SENTENCE_END, unicodedata.normalize("NFKC", text)).translate(_table())
     return codes[codes != _DELETE].tobytes().decode("utf-32-le")
 

@@ -52,3 +52,37 @@ def seeds(codes: np.ndarray, k: int = SEED_K, w: int = SEED_W) -> tuple[np.ndarr
     hashes = mix64(gram_codes(codes, k))
     picks = winnow(hashes, w)
     return hashes[picks], picks
+
+
+def smallest_seeds(codes: np.ndarray, size: int, k: int = SEED_K, w: int = SEED_W) -> list[int]:
+    """The `size` smallest distinct seed hashes, as sorted(set(seeds(codes)[0]))[:size], without winnowing
+    the whole stream: only the smallest k-gram hashes are tested for being a window's leftmost minimum."""
+    hashes = mix64(gram_codes(codes, k))
+    n = len(hashes)
+    if n <= w or size <= 0:
+        return np.unique(seeds(codes, k, w)[0])[:size].tolist()
+    want = min(n, max(4 * size, 32))
+    while True:
+        cand = np.argpartition(hashes, want - 1)[:want] if want < n else np.arange(n)
+        cand = cand[np.lexsort((cand, hashes[cand]))]
+        chosen = np.unique(hashes[cand[_window_minima(hashes, cand, w)]])
+        if len(chosen) >= size or want == n:
+            # every position whose hash is below the largest candidate's is a candidate: these are exact
+            return chosen[:size].tolist()
+        want = min(n, want * 4)
+
+
+def _window_minima(hashes: np.ndarray, pos: np.ndarray, w: int) -> np.ndarray:
+    """For each position: is it the leftmost minimum of at least one window of w hashes?"""
+    n = len(hashes)
+    top = np.iinfo(np.uint64).max
+    padded = np.concatenate([np.full(w - 1, top, np.uint64), hashes, np.full(w - 1, top, np.uint64)])
+    around = padded[pos[:, None] + np.arange(2 * w - 1)]       # column w-1 is the position itself
+    h = around[:, w - 1:w]
+    left = np.minimum.accumulate(around[:, w - 2::-1], axis=1)[:, ::-1]   # min of columns o..w-2
+    left = np.concatenate([left, np.full((len(pos), 1), top, np.uint64)], axis=1)
+    right = np.minimum.accumulate(around[:, w:], axis=1)                  # min of columns w..w+o-1
+    right = np.concatenate([np.full((len(pos), 1), top, np.uint64), right], axis=1)[:, :w]
+    start = pos[:, None] - (w - 1) + np.arange(w)              # the window's first position
+    valid = (start >= 0) & (start <= n - w)
+    return ((left > h) & (right >= h) & valid).any(axis=1)

@@ -81,3 +81,30 @@ def test_version_names_the_fingerprint_version_and_the_implementation():
     r = run("--version")
     assert r.returncode == 0
     assert r.stdout.decode().split() == [FINGERPRINT_VERSION, "(compiled", "kernels)"]
+
+
+@pytest.mark.parametrize("method", ["full", "simhash"])
+def test_dedup_workers_give_the_output_of_one_worker(tmp_path, news, method):
+    docs = [{"id": n["id"], "text": n["text"]} for n in news[:40]]
+    docs += [{"id": f"copy{i}", "text": docs[i]["text"] + "（完）"} for i in range(0, 40, 7)]
+    docs += [{"id": f"edit{i}", "text": "。".join(reversed(docs[i]["text"].split("。")))} for i in range(3, 40, 9)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in docs) + "\n", encoding="utf-8")
+    outs = []
+    for workers in ("1", "3"):
+        out = tmp_path / f"out{workers}.jsonl"
+        r = run("dedup", str(src), "--out", str(out), "--method", method, "--workers", workers)
+        assert r.returncode == 0, r.stderr
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    rows = [json.loads(line) for line in outs[0].splitlines()]
+    assert [row["id"] for row in rows] == [d["id"] for d in docs]
+    assert sum(row["duplicate_of"] is not None for row in rows) >= 6
+
+
+def test_dedup_rejects_bad_k_and_workers_in_one_line(tmp_path):
+    for args in (["-k", "99"], ["-k", "x"], ["--workers", "0"], ["--workers", "²"]):
+        r = run("dedup", str(tmp_path / "none.jsonl"), *args)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and "Traceback" not in err
+        assert f"error: argument {args[0]}" in err.strip().splitlines()[-1]

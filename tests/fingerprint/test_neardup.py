@@ -96,3 +96,19 @@ def test_sketch_is_small_stable_and_empty_for_no_han():
     text = "滚滚长江东逝水，浪花淘尽英雄。是非成败转头空。青山依旧在，几度夕阳红。" * 3
     assert sketch(text) == sketch(text) and 0 < len(sketch(text)) <= 8
     assert sketch("hello world 123") == []
+
+
+def test_sketch_equals_the_bottom_of_the_whole_winnowed_seed_set(news, chapters):
+    """smallest_seeds tests only the smallest hashes for being window minima: it must equal the full path."""
+    import numpy as np
+
+    from fingerprint.matcher import _Letters
+    from fingerprint.seeds import seeds, smallest_seeds
+
+    streams = [_Letters.of(d["text"]).codes for d in (news[:60] + chapters[:60])]
+    rng = random.Random(11)
+    streams += [np.array([rng.randrange(1, 3) for _ in range(rng.randrange(0, 80))], dtype=np.uint8)
+                for _ in range(400)]   # two letters: ties and repeats everywhere
+    for codes in streams:
+        for size in (1, 8, 40):
+            assert smallest_seeds(codes, size) == np.unique(seeds(codes)[0])[:size].tolist()

@@ -42,3 +42,11 @@ def test_exact_hash_ignores_layout_but_not_content(news):
     assert content_hash(text) == content_hash(relaid)
     assert content_hash(text) != content_hash(text + "多一字")
     assert len(content_hash(text)) == 32
+
+
+def test_lone_surrogates_are_deleted_next_to_combining_marks():
+    from fingerprint import fingerprint_text
+    from fingerprint.normalize import normalize
+
+    assert normalize("¨\ud800") == normalize("¨") and "\ud800" not in normalize("a\u0308\udfff中")
+    assert fingerprint_text("¨\ud800文本").simhash == fingerprint_text("¨文本").simhash
