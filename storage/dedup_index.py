@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+import zlib
 from collections import OrderedDict
 from typing import Any
 
@@ -15,6 +16,7 @@ from fingerprint.neardup import DedupDoc, IndexHit, Verdict, publish_date
 
 RECENT = 10_000  # pages kept by this process, whose save to MongoDB may still be on its way
 POLL = (0.05, 0.1, 0.2, 0.4, 0.0)  # another crawler may have claimed a page and still be saving it
+TEXT_TTL = 24 * 3600  # a claimed page's text waits in Redis until its page is in MongoDB (or a day)
 
 
 class RedisDedupIndex:
@@ -34,11 +36,16 @@ class RedisDedupIndex:
         return IndexHit(res.kind, res.original_id, int(res.distance), bool(res.spooled))
 
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
-        """The store's atomic sketch claim."""
+        """The store's atomic sketch claim, after the page's text: whoever sees the claim can verify it."""
+        self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id),
+                          zlib.compress(doc.text.encode("utf-8")), ex=TEXT_TTL)
         return self.store.claim_sketch(doc.page_id, list(doc.sketch), min_shared)
 
     def text_of(self, page_id: str) -> str | None:
-        """The kept page's text from MongoDB."""
+        """The kept page's text: from its claim while the page may be in flight, else from MongoDB."""
+        raw = self.store._retry("redis", self.store.redis.get, text_key(self.store, page_id))
+        if raw is not None:
+            return zlib.decompress(raw).decode("utf-8")
         return (self._page(page_id) or {}).get("text")
 
     def published_of(self, page_id: str) -> dt.date | None:
@@ -56,8 +63,9 @@ class RedisDedupIndex:
         return (self._page(page_id) or {}).get("url")
 
     def forget(self, doc: DedupDoc) -> None:
-        """Undo the page's exact, SimHash and sketch entries."""
+        """Undo the page's exact, SimHash and sketch entries, and its claimed text."""
         self.store.forget_copy(doc.page_id, doc.content_hash, doc.simhash, list(doc.sketch))
+        self.store._retry("redis", self.store.redis.delete, text_key(self.store, doc.page_id))
         self._recent.pop(doc.page_id, None)
 
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
@@ -88,3 +96,8 @@ class RedisDedupIndex:
             while len(self._pages) > 64:
                 self._pages.popitem(last=False)
         return page
+
+
+def text_key(store: Any, page_id: str) -> str:
+    """Where a claimed page's compressed text waits until the page is saved (deleted by save_page)."""
+    return f"{store.config.key_prefix}tx:{page_id}"

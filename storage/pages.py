@@ -7,6 +7,7 @@ from typing import Any
 import redis
 from pymongo.errors import DuplicateKeyError
 
+from .dedup_index import text_key
 from .documents import check_keys, check_text, fit_bson, out
 from .duplicates import DuplicateStore
 from .errors import BadDocument, StorageUnavailable
@@ -43,10 +44,19 @@ class PageStore(DuplicateStore):
         """Store a page (upsert by id); returns its id. Spooled if MongoDB stays away."""
         d = page_doc(doc)
         try:
-            return self._retry("mongo", self._save_page, d)
+            page_id = self._retry("mongo", self._save_page, d)
         except StorageUnavailable:
             self._spool("save_page", doc=d)
             return str(d["_id"])
+        self._drop_claimed_text(str(d["_id"]))
+        return page_id
+
+    def _drop_claimed_text(self, page_id: str) -> None:
+        """The page is in MongoDB now: its text kept with the dedup claim can go (else it expires)."""
+        try:
+            self.redis.delete(text_key(self, page_id))
+        except redis.RedisError:
+            pass
 
     def _save_page(self, d: dict) -> str:
         try:

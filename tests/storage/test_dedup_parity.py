@@ -49,3 +49,25 @@ def test_memory_and_redis_indexes_give_every_verdict_alike(store):
     assert not differ, differ[:5]
     assert len(ls.pairs) >= 300
     assert {"exact", "simhash", "passages", None} <= set(counted), counted  # every step decided something
+
+
+def test_a_claimed_page_is_verifiable_before_it_reaches_mongodb(store, news):
+    """The passage step reads a claimed page's text from its claim: a copy is caught while the original's
+    save is still on its way (a slow or restarting MongoDB), and the text goes once the page is saved."""
+    import random
+    import time
+
+    engine = DedupEngine(index=RedisDedupIndex(store))
+    story = news[20]["text"]
+    sentences = story.split("。")
+    random.Random(1).shuffle(sentences)
+    original = DedupDoc.of(store.new_page_id(), story)
+    assert engine.decide(original).kind == "new"          # claimed, not saved
+    started = time.monotonic()
+    copy = engine.decide(DedupDoc.of(store.new_page_id(), "。".join(sentences)))
+    assert (copy.kind, copy.method, copy.original) == ("near", "passages", original.page_id)
+    assert time.monotonic() - started < 0.5, "read from the claim, not by polling MongoDB"
+    key = f"{store.config.key_prefix}tx:{original.page_id}"
+    assert store.redis.ttl(key) > 3600
+    store.save_page({"_id": original.page_id, "url": "http://t/original", "text": story})
+    assert not store.redis.exists(key)
