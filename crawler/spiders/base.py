@@ -8,9 +8,12 @@ import scrapy
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
+from lxml import etree
 from twisted.python.failure import Failure
 
-from crawler import pagekind
+from extract import pagekind
+from extract.sniff import binary_kind
+
 from crawler.items import PageItem, header_dict, utc_now
 from crawler.urls import canonical_url, host_key, page_canonical_url, page_id, strip_tracking
 
@@ -70,7 +73,7 @@ class PageSpider(scrapy.Spider):
         if not isinstance(response, TextResponse):
             self.fail(response.url, "not_html", response.headers.get("Content-Type", b"").decode("latin-1"))
             return False
-        binary = pagekind.binary_kind(response.body)
+        binary = binary_kind(response.body)
         if binary:
             self.fail(response.url, "binary", f"{binary} body served as "
                       f"{response.headers.get('Content-Type', b'?').decode('latin-1')}")
@@ -111,6 +114,14 @@ class PageSpider(scrapy.Spider):
                 seen.add(url)
                 out.append((url, " ".join(a.xpath(".//text()").getall()).strip()))
         return out
+
+
+def root_of(response: Response) -> etree._Element | None:
+    """The lxml tree Scrapy already parsed for an HTML response (shared with page kind), or None."""
+    try:
+        return response.selector.root
+    except (ValueError, etree.ParserError, UnicodeDecodeError, AttributeError):
+        return None
 
 
 def site_name(url: str) -> str:
