@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import lxml.html
 
 from extract.boilerplate import RELATED_HEAD, clean_lines, trim_nav_runs
-from extract.dom import CJK, Page, anchor_texts, container_lines, load, visible_len, walk
-from extract.pagekind import is_soft_404
+from extract.dom import CJK, SENTENCE_END, Page, anchor_texts, container_lines, load, visible_len, walk
+from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty
 
 MAX_BYTES = 2_000_000       # inputs are cut here (after dropping <script>/<style>) before decoding/parsing;
@@ -226,9 +226,9 @@ def untable(line: str) -> str:
     return line
 
 
-def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast: bool) -> tuple[str, str, float]:
+def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast: bool,
+              anchors: set[str]) -> tuple[str, str, float]:
     """(cleaned body, method, link density): selector container or trafilatura, second opinion if doubtful."""
-    anchors = anchor_texts(tree)
     chosen = select_container(tree, profile)
     if chosen is not None:
         el, name = chosen
@@ -261,6 +261,13 @@ def looks_like_list(text: str) -> bool:
     return in_sentences / max(1, sum(sizes)) < 0.3 and sum(sizes) / len(lines) < 40
 
 
+def running_chars(text: str, anchors: set[str] | frozenset = frozenset()) -> int:
+    """Characters on lines of running text (a sentence of 20+ characters that is not a link's text): what a
+    short brief has and a list of links has not, however many link lines surround it."""
+    lines = (re.sub(r"\s+", "", line) for line in text.split("\n"))
+    return sum(len(t) for t in lines if len(t) >= 20 and SENTENCE_END.search(t) and t not in anchors)
+
+
 def drop_title_line(text: str, title: str | None) -> str:
     """The headline repeated as the body's first line is not body text."""
     lines = text.split("\n")
@@ -269,7 +276,8 @@ def drop_title_line(text: str, title: str | None) -> str:
     return text
 
 
-def check_body(text: str, title: str | None, min_chars: int, density: float) -> None:
+def check_body(text: str, title: str | None, min_chars: int, density: float,
+               anchors: set[str] | frozenset = frozenset()) -> None:
     """Raise NotArticle for bodies that are not articles (too short, 404, login wall, link list)."""
     n = visible_len(text)
     if n == 0:
@@ -278,7 +286,7 @@ def check_body(text: str, title: str | None, min_chars: int, density: float) -> 
         raise NotArticle("soft_404", f"not-found page served as a normal page ({n} chars)")
     if n < 400 and LOGIN_WALL.search(text):
         raise NotArticle("login_wall", f"login wall ({n} chars)")
-    if density >= 0.5 or (density >= 0.1 and n < 3000 and looks_like_list(text)):
+    if (density >= 0.5 and running_chars(text, anchors) < MIN_PROSE) or (density >= 0.1 and n < 3000 and looks_like_list(text)):
         raise NotArticle("list_page", "list or navigation page (short link lines, no sentences)")
     if n < 200 and not re.search(r"[。！？!?…]", text):
         raise NotArticle("no_sentences", f"no sentences, only labels and names ({n} chars)")
@@ -309,10 +317,11 @@ def extract(body: bytes | str, url: str = "", headers: dict | None = None, profi
     """
     page = page or load_page(body, headers, max_bytes)
     tree = page.tree
-    body_text, method, density = body_from(tree, url, profile, fast)
+    anchors = anchor_texts(tree)
+    body_text, method, density = body_from(tree, url, profile, fast, anchors)
     meta = page_metadata(tree, url)
     body_text = drop_title_line(body_text, meta["title"])
-    check_body(body_text, meta["title"], min_chars, density)
+    check_body(body_text, meta["title"], min_chars, density, anchors)
     return ExtractResult(
         title=meta["title"], text=body_text, date=meta["date"], author=meta["author"],
         language=language_of(tree, body_text), encoding=page.encoding,

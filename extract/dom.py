@@ -15,7 +15,7 @@ from extract.encoding import decode
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 SPACE = re.compile(r"\s+")
-PUNCT = re.compile(r"[，。！？；：、“”,.!?;]")
+PUNCT = re.compile(r"[，。！？；：、“”!?;]|[,.](?=\s)")   # a '.' inside a URL or a number is not punctuation
 SENTENCE_END = re.compile(r"[。！？!?…]")
 XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 TAG_RE = re.compile(r"<[^>]*>")
@@ -131,8 +131,11 @@ class Walk:
         return max(self.blocks, key=lambda b: (b.score_cjk, b.score), default=None)
 
 
-def walk(root: Any) -> Walk:
-    """Walk the tree once (scripts and styles skipped): text blocks, visible text and link text."""
+def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
+    """Walk the tree once (scripts and styles skipped): text blocks, visible text and link text.
+
+    Text inside the elements of `linked` counts as link text (e.g. the teasers of a headline list).
+    """
     out = Walk()
     stack: list[tuple[Any, bool, Block | None]] = [(root, False, None)]
     while stack:
@@ -140,7 +143,7 @@ def walk(root: Any) -> Walk:
         tag = el.tag if isinstance(el.tag, str) else ""
         if not tag or tag in IGNORED:
             continue
-        in_link = in_link or tag == "a"
+        in_link = in_link or tag == "a" or el in linked
         out.links += tag == "a"
         if tag in WALK_BLOCKS or block is None:
             block = Block(el, block if tag in PARAGRAPHS else None)

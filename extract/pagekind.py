@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from extract.dom import walk
+from extract.dom import Block, visible_len, walk
 
 _SKIP_EXT = re.compile(
     r"\.(jpe?g|png|gif|webp|bmp|ico|svg|pdf|zip|rar|7z|gz|tgz|bz2|exe|apk|dmg|mp3|mp4|m4a|avi|mkv|"
@@ -42,13 +42,22 @@ def url_looks_list(url: str) -> bool:
     return bool(_LIST_URL.search(parts.path)) or bool(_LIST_URL.search("?" + parts.query))
 
 
+MIN_PROSE = 80        # characters of running text that make a short brief an article
+MIN_PROSE_HINT = 60   # ... when the URL is article-shaped
+PROSE_PUNCT = 2       # running text has sentences: at least this many punctuation marks
+PROSE_DENSITY = 50    # ... and one per this many Chinese characters (menus and rankings have none)
+ITEM_MAX = 300        # list items (headline + teaser) are short
+ITEM_LINKS = 0.1      # ... and at least this share of their text is a link
+ITEM_REPEAT = 3       # ... and come in rows of at least this many siblings
+
+
 @dataclass(frozen=True)
 class Shape:
     """Text statistics of an HTML page: how much of it is prose and how much is links."""
 
     text_chars: int
-    link_chars: int
-    best_block: int      # characters of non-link text in the single richest block element
+    link_chars: int      # link text, including the text of linked list items (headline + teaser)
+    best_block: int      # characters of non-link text in the richest block of running text
     punctuation: int     # sentence punctuation in that block
     links: int
 
@@ -58,16 +67,47 @@ class Shape:
         return self.link_chars / self.text_chars if self.text_chars else 1.0
 
     def is_article(self, url_hint: bool = False) -> bool:
-        """Prose-heavy page: a block of >= 200 chars (>= 80 with an article-shaped URL) of sentences."""
-        need = 80 if url_hint else 200
-        # portals wrap articles in heavy navigation, so the page's link share may be high
-        return self.best_block >= need and self.punctuation >= 3 and self.link_density < 0.8
+        """A page with a block of running text is an article however many links surround it (related
+        reading, comments, 上一篇/下一篇, galleries); a list page has none outside its linked items."""
+        need = MIN_PROSE_HINT if url_hint else MIN_PROSE
+        return self.best_block >= need and self.punctuation >= PROSE_PUNCT
+
+
+def is_prose(block: Block) -> bool:
+    """A block of running text: sentences, not a menu, a ranking or a row of names."""
+    return block.score_punct >= 1 and block.score_punct * PROSE_DENSITY >= block.score_cjk
+
+
+def linked_items(root: Any) -> set:
+    """Elements that are items of a list of links: rows of >= 3 same-tag siblings, each short and partly a
+    link (a headline with its teaser, a thumbnail with its caption)."""
+    items: set = set()
+    for parent in root.iter():
+        rows: dict[str, list] = {}
+        for child in parent:
+            if isinstance(child.tag, str) and child.tag != "a":
+                rows.setdefault(child.tag, []).append(child)
+        for row in rows.values():
+            if len(row) >= ITEM_REPEAT:
+                found = [el for el in row if _is_item(el)]
+                if len(found) >= ITEM_REPEAT:
+                    items.update(found)
+    return items
+
+
+def _is_item(el: Any) -> bool:
+    """Short, and at least ITEM_LINKS of its text is link text."""
+    total = visible_len(el.text_content())
+    if not total or total > ITEM_MAX:
+        return False
+    linked = sum(visible_len(a.text_content()) for a in el.iter("a"))
+    return linked >= ITEM_LINKS * total
 
 
 def page_shape(root: Any) -> Shape:
     """Shape of an lxml HTML tree (e.g. Scrapy's response.selector.root), from one walk of it."""
-    w = walk(root)
-    best = w.densest()
+    w = walk(root, linked_items(root))
+    best = max((b for b in w.blocks if is_prose(b)), key=lambda b: (b.score_cjk, b.score), default=None)
     return Shape(w.text_chars, w.link_chars, best.score if best else 0, best.score_punct if best else 0, w.links)
 
 

@@ -1,6 +1,7 @@
 """What both spiders share: building items, recording why a request failed, link filtering."""
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any, Iterable
 
@@ -12,6 +13,8 @@ from lxml import etree
 from twisted.python.failure import Failure
 
 from extract import pagekind
+from extract.dom import load
+from extract.encoding import choose_encoding
 from extract.sniff import binary_kind
 
 from crawler.items import PageItem, header_dict, utc_now
@@ -117,10 +120,15 @@ class PageSpider(scrapy.Spider):
 
 
 def root_of(response: Response) -> etree._Element | None:
-    """The lxml tree Scrapy already parsed for an HTML response (shared with page kind), or None."""
+    """The lxml tree of an HTML response for page kind, or None: Scrapy's own tree, unless its charset
+    guess differs from extraction's (e.g. UTF-8 bytes declared GB2312), then the page decoded as
+    extraction decodes it -- page kind on mojibake sees no sentences."""
     try:
-        return response.selector.root
-    except (ValueError, etree.ParserError, UnicodeDecodeError, AttributeError):
+        encoding = choose_encoding(response.body, header_dict(response.headers))
+        if codecs.lookup(encoding).name == codecs.lookup(response.encoding).name:
+            return response.selector.root
+        return load(response.body, header_dict(response.headers)).tree
+    except (ValueError, LookupError, etree.ParserError, UnicodeDecodeError, AttributeError):
         return None
 
 
