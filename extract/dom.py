@@ -26,8 +26,9 @@ IGNORED = {"script", "style", "noscript", "template", "head", "title", "option",
 # Elements that hold text blocks in the walk.
 WALK_BLOCKS = {"p", "div", "td", "article", "section", "main", "li", "pre", "blockquote", "dd", "font", "span",
                "body"}
-# Paragraph-level blocks: their whole text also counts for the block that holds them.
-PARAGRAPHS = {"p", "span", "font", "li", "pre", "blockquote", "dd"}
+# Paragraph-level blocks: their whole text also counts for the block that holds them.  List items do
+# not: a comment list or a list of teasers is many texts, not one (pixnet: comments outweighed the article).
+PARAGRAPHS = {"p", "span", "font", "pre", "blockquote"}
 # Linearisation: elements that start a new line, and elements skipped with their content.
 LINE_TAGS = {"p", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "section", "article",
              "blockquote", "pre", "table", "ul", "ol", "dd", "dt", "figure", "figcaption", "center", "td"}
