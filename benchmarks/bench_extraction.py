@@ -23,7 +23,7 @@ import jieba
 import lxml.html
 import trafilatura
 
-from pipelines.extract import NoBody, extract
+from extract.article import NotArticle, extract
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path("/work/shared/data/html_zh")
@@ -53,7 +53,7 @@ def product(raw: bytes) -> str:
     """The product's body text ('' when it reports no body)."""
     try:
         return extract(raw).text
-    except NoBody:
+    except NotArticle:
         return ""
 
 
@@ -163,7 +163,7 @@ def product_url(raw: bytes, url: str) -> str:
     """The product with the page's URL (as the crawler calls it)."""
     try:
         return extract(raw, url=url).text
-    except NoBody:
+    except NotArticle:
         return ""
 
 

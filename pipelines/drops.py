@@ -22,4 +22,7 @@ class DuplicateItem(DropItem):
 
 class SkippedItem(DropItem):
     """A page that is not an article (list page, soft 404, empty, binary...): reason slug + message."""
-    def __init__(self, reason: str, message: str): super().__init__(message); self.reason = reason
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason

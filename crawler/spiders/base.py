@@ -1,6 +1,7 @@
 """What both spiders share: building items, recording why a request failed, link filtering."""
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any, Iterable
 
@@ -8,9 +9,14 @@ import scrapy
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
+from lxml import etree
 from twisted.python.failure import Failure
 
-from crawler import pagekind
+from extract import pagekind
+from extract.dom import load
+from extract.encoding import choose_encoding
+from extract.sniff import binary_kind
+
 from crawler.items import PageItem, header_dict, utc_now
 from crawler.urls import canonical_url, host_key, page_canonical_url, page_id, strip_tracking
 
@@ -70,7 +76,7 @@ class PageSpider(scrapy.Spider):
         if not isinstance(response, TextResponse):
             self.fail(response.url, "not_html", response.headers.get("Content-Type", b"").decode("latin-1"))
             return False
-        binary = pagekind.binary_kind(response.body)
+        binary = binary_kind(response.body)
         if binary:
             self.fail(response.url, "binary", f"{binary} body served as "
                       f"{response.headers.get('Content-Type', b'?').decode('latin-1')}")
@@ -111,6 +117,19 @@ class PageSpider(scrapy.Spider):
                 seen.add(url)
                 out.append((url, " ".join(a.xpath(".//text()").getall()).strip()))
         return out
+
+
+def root_of(response: Response) -> etree._Element | None:
+    """The lxml tree of an HTML response for page kind, or None: Scrapy's own tree, unless its charset
+    guess differs from extraction's (e.g. UTF-8 bytes declared GB2312), then the page decoded as
+    extraction decodes it -- page kind on mojibake sees no sentences."""
+    try:
+        encoding = choose_encoding(response.body, header_dict(response.headers))
+        if codecs.lookup(encoding).name == codecs.lookup(response.encoding).name:
+            return response.selector.root
+        return load(response.body, header_dict(response.headers)).tree
+    except (ValueError, LookupError, etree.ParserError, UnicodeDecodeError, AttributeError):
+        return None
 
 
 def site_name(url: str) -> str:

@@ -15,10 +15,10 @@ from lxml import html as lxml_html
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawler import pagekind
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
-from crawler.spiders.base import PageSpider, failure_reason
+from crawler.spiders.base import PageSpider, failure_reason, root_of
 from crawler.urls import canonical_url, host_key, page_canonical_url
+from extract.dom import densest_block
 
 CHAPTER_TEXT = re.compile(r"^\s*(第\s*[0-9０-９零〇一二三四五六七八九十百千两兩]+\s*[章回节節卷集篇话話]|"
                           r"(chapter|ch\.?)\s*\d+|序章|楔子|引子|尾声|尾聲|番外)", re.I)
@@ -128,7 +128,7 @@ class FictionSpider(PageSpider):
             yield from self.finish(state)
             return
         book = self.by_name[state["profile"]]
-        root = pagekind.root_of(response)
+        root = root_of(response)
         if root is None:
             self.fail(response.url, "unparseable")
             yield from self.finish(state)
@@ -168,7 +168,7 @@ class FictionSpider(PageSpider):
             found = response.css(book.body).getall()
             if found:
                 return "\n".join(found)
-        block = pagekind.densest_block(root)
+        block = densest_block(root)
         if block is None:
             return ""
         for bad in block.xpath(".//script|.//style|.//noscript"):

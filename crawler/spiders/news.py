@@ -16,10 +16,10 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
-from crawler import pagekind
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
-from crawler.spiders.base import PageSpider, unique
+from crawler.spiders.base import PageSpider, root_of, unique
 from crawler.urls import host_key, strip_tracking
+from extract import pagekind
 
 FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/feed+xml", "text/xml")
 
@@ -79,7 +79,7 @@ class NewsSpider(PageSpider):
         target = self.by_name[site]
         if not self.usable(response):
             return
-        root = pagekind.root_of(response)
+        root = root_of(response)
         if root is None:
             self.fail(response.url, "unparseable")
             return

@@ -5,7 +5,6 @@ import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
-from crawler import pagekind
 from crawler.siteprofiles import ProfileError, load_file, load_profiles
 from crawler.spiders.fiction import FictionSpider
 from crawler.spiders.news import NewsSpider
@@ -42,41 +41,6 @@ def test_canonical_link_wins_over_the_url():
     assert page_canonical_url(r) == "https://www.x.cn/a/1.html"
     r = response("https://m.x.cn/a/1.html?from=share", "<html><head></head></html>")
     assert page_canonical_url(r) == "https://m.x.cn/a/1.html"
-
-
-@pytest.mark.parametrize("body,kind", [
-    (b"\x89PNG\r\n\x1a\n....", "png"), (b"%PDF-1.7 ...", "pdf"), (b"PK\x03\x04zip", "zip"),
-    (b"abc\x00def" * 10, "nul-bytes"), (b"<html><body>\xe4\xbd\xa0\xe5\xa5\xbd</body></html>", None),
-    ("<html>中文</html>".encode("gbk"), None),
-])
-def test_binary_bodies_are_recognised(body, kind):
-    assert pagekind.binary_kind(body) == kind
-
-
-def test_article_and_list_shapes():
-    article = response("https://x.cn/p", "<html><body><div class='nav'><a href='/'>首页</a></div><div>"
-                       + "".join(f"<p>这是第{i}段正文，内容比较长，包含逗号，句号。还有更多文字。</p>" for i in range(8))
-                       + "</div></body></html>")
-    listing = response("https://x.cn/", "<html><body><ul>" + "".join(
-        f"<li><a href='/a/{i}.html'>新闻标题第{i}条，很长的一条标题</a></li>" for i in range(30)) + "</ul></body></html>")
-    assert pagekind.page_shape(article.selector.root).is_article()
-    shape = pagekind.page_shape(listing.selector.root)
-    assert not shape.is_article() and shape.link_density > 0.9
-
-
-def test_soft_404_needs_error_heading_and_little_text():
-    assert pagekind.is_soft_404("404 页面不存在", 40)
-    assert pagekind.is_soft_404("抱歉，您访问的页面不存在", 100)
-    assert not pagekind.is_soft_404("404 页面不存在", 5000)
-    assert not pagekind.is_soft_404("市图书馆推出夜间自习室", 100)
-
-
-def test_url_shapes():
-    assert pagekind.url_looks_article("https://news.sina.com.cn/c/2024-05-01/doc-inawxyz1234.shtml")
-    assert pagekind.url_looks_article("http://www.people.com.cn/n1/2024/0501/c1001-40000000.html")
-    assert pagekind.url_looks_list("https://www.x.cn/")
-    assert pagekind.url_looks_list("https://www.x.cn/news/index_2.html")
-    assert pagekind.skippable_link("https://x.cn/img/a.JPG") and not pagekind.skippable_link("https://x.cn/a.html")
 
 
 def test_bundled_profiles_load():
@@ -132,13 +96,6 @@ def test_toc_without_chapter_words_uses_the_largest_link_pattern():
     spider = FictionSpider(toc="https://book.cn/read/")
     links = spider.chapter_links(response("https://book.cn/read/", toc), spider.books[0])
     assert [u for u, _ in links] == [f"https://book.cn/read/{i}.html" for i in range(11, 15)]
-
-
-def test_densest_block_is_the_text_container():
-    page = response("https://x.cn/1.html", "<html><body><h1>第一章</h1><div class='nav'>导航 <a href='/'>首页</a></div>"
-                    "<div id='content'>第一段很长的文字。<br/>第二段也很长的文字。<br/>第三段。</div></body></html>")
-    block = pagekind.densest_block(page.selector.root)
-    assert block.get("id") == "content"
 
 
 def test_fiction_spider_from_a_book_profile():

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.boilerplate_zh import clean_lines, clean_text
-from pipelines.extract import ExtractPipeline, NoBody, extract
-from pipelines.extraction_encoding import choose_encoding, decode
+from extract.article import NotArticle, extract
+from extract.boilerplate import clean_lines, clean_text
+from extract.encoding import choose_encoding, decode
+from pipelines.extract import ExtractPipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path("/work/shared/data/html_zh")
@@ -155,15 +156,15 @@ def test_stray_html_end_tag_before_the_article_is_reparsed_with_html5lib() -> No
 
 def test_binary_content_is_rejected_with_a_reason() -> None:
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
-    with pytest.raises(NoBody, match="binary content \\(png image\\)"):
+    with pytest.raises(NotArticle, match="binary content \\(png image\\)"):
         extract(png)
-    with pytest.raises(NoBody, match="binary content"):
+    with pytest.raises(NotArticle, match="binary content"):
         extract(bytes(range(256)) * 40)
 
 
 @pytest.mark.parametrize("raw", [b"", b"   \n", b"<html><head></head><body></body></html>"])
 def test_empty_page(raw: bytes) -> None:
-    with pytest.raises(NoBody):
+    with pytest.raises(NotArticle):
         extract(raw)
 
 
@@ -179,19 +180,19 @@ def test_ten_megabyte_page_is_truncated_and_fast() -> None:
     assert P1 in result.text and "广告位招租" not in result.text
 
 
-@pytest.mark.parametrize("html,key", [
+@pytest.mark.parametrize("html,reason", [
     ("<html><head><title>404 页面不存在</title></head><body><h1>404</h1><p>抱歉，您访问的页面不存在或已被删除！</p>"
-     "<a href='/'>返回首页</a></body></html>", "not_found"),
+     "<a href='/'>返回首页</a></body></html>", "soft_404"),
     ("<html><body><div class='article'><p>本文为会员专享内容，请登录后查看全文。</p></div></body></html>", "login_wall"),
 ])
-def test_not_found_and_login_wall_pages(html: str, key: str) -> None:
-    with pytest.raises(NoBody) as err:
+def test_not_found_and_login_wall_pages(html: str, reason: str) -> None:
+    with pytest.raises(NotArticle) as err:
         extract(html.encode("utf-8"))
-    assert err.value.key == key
+    assert err.value.reason == reason
 
 
 def test_list_page_from_the_shared_data_has_no_body() -> None:
-    with pytest.raises(NoBody):
+    with pytest.raises(NotArticle, match="list"):
         extract((DATA / "gne" / "test_list_page_163_2.html").read_bytes())
 
 
@@ -230,8 +231,9 @@ def test_gold_average_f1_and_no_page_much_worse_than_trafilatura() -> None:
 # --- Scrapy pipeline and CLI ---------------------------------------------------------------------
 
 def test_pipeline_fills_fields_drops_body_and_counts() -> None:
-    from scrapy.exceptions import DropItem
     from scrapy.utils.test import get_crawler
+
+    from pipelines.drops import SkippedItem
 
     crawler = get_crawler(settings_dict={"EXTRACT_MIN_CHARS": 30})
     pipe = ExtractPipeline.from_crawler(crawler)
@@ -242,21 +244,33 @@ def test_pipeline_fills_fields_drops_body_and_counts() -> None:
     assert "body" not in out and P1 in out["text"] and out["encoding"] == "gb18030"
     assert out["title"] and "language" in out and "published" in out and "author" in out
     assert crawler.stats.get_value("extract/ok") == 1
-    with pytest.raises(DropItem, match="^no article body: binary content"):
+    with pytest.raises(SkippedItem, match="^no article body: binary content") as err:
         pipe.process_item({"url": "https://x/y.png", "body": b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "headers": {}})
+    assert err.value.reason == "binary"
     assert crawler.stats.get_value("extract/dropped/binary") == 1
 
 
-def test_cli_json_and_text(tmp_path: Path) -> None:
+@pytest.mark.parametrize("module", ["extract", "pipelines.extract"])
+def test_cli_json_and_text(tmp_path: Path, module: str) -> None:
     f = tmp_path / "a.html"
     f.write_bytes(page(P1, P2).encode("utf-8"))
-    out = subprocess.run([sys.executable, "-m", "pipelines.extract", str(f), "--json"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", module, str(f), "--json"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     data = json.loads(out)
     assert data["text"] == f"{P1}\n{P2}" and set(data) >= {"title", "text", "date", "author"}
-    out = subprocess.run([sys.executable, "-m", "pipelines.extract", str(f)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", module, str(f)], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     assert out.strip().split("\n") == [P1, P2]
+
+
+def test_cli_user_mistakes_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = subprocess.run([sys.executable, "-m", "extract", str(tmp_path / "nope.html")], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "cannot read" in missing.stderr
+    (tmp_path / "e.html").write_bytes(b"")
+    empty = subprocess.run([sys.executable, "-m", "extract", str(tmp_path / "e.html")], cwd=ROOT,
+                           capture_output=True, text=True)
+    assert empty.returncode == 2 and empty.stderr.startswith("no article body (empty)")
 
 
 # --- the filter never removes a gold body line ----------------------------------------------------
@@ -277,7 +291,7 @@ def test_citations_and_split_punctuation_are_rejoined() -> None:
 
 
 def test_navigation_runs_at_the_edges_are_trimmed_only_when_link_heavy() -> None:
-    from pipelines.boilerplate_zh import trim_nav_runs
+    from extract.boilerplate import trim_nav_runs
     nav = ["首页", "现金宝", "基金超市", "基金决策宝", "安全保障", "我的资产", "资讯正文"]
     assert trim_nav_runs(nav + [P1, P2], anchors=set(nav)) == [P1, P2]
     assert trim_nav_runs([P1, P2] + nav, anchors=set(nav)) == [P1, P2]

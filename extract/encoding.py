@@ -31,16 +31,6 @@ BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"), (codecs
 META_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 HEADER_RE = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 
-# Magic numbers of formats that are never HTML.
-MAGIC = (
-    (b"\x89PNG", "png image"), (b"\xff\xd8\xff", "jpeg image"), (b"GIF8", "gif image"),
-    (b"%PDF", "pdf document"), (b"PK\x03\x04", "zip archive"), (b"\x1f\x8b", "gzip data"),
-    (b"BM", None), (b"RIFF", "riff media"), (b"\x00\x00\x01\x00", "icon"), (b"OggS", "ogg media"),
-    (b"ID3", "mp3 audio"), (b"\x7fELF", "executable"), (b"MZ", None), (b"Rar!", "rar archive"),
-    (b"7z\xbc\xaf", "7z archive"), (b"wOFF", "font"), (b"wOF2", "font"), (b"\xd0\xcf\x11\xe0", "ms office"),
-)
-
-
 CJK_PAIR = {"gb18030": "big5hkscs", "big5hkscs": "gb18030"}
 
 
@@ -63,22 +53,6 @@ def decodes(data: bytes, encoding: str) -> bool:
         return True
     except (UnicodeDecodeError, LookupError):
         return False
-
-
-def binary_reason(data: bytes) -> str | None:
-    """Why these bytes are not a web page (magic number, NUL bytes), or None if they may be text."""
-    head = data[:4096]
-    if head.startswith(tuple(b for b, _ in BOMS)):
-        return None
-    for magic, label in MAGIC:
-        if label and head.startswith(magic):
-            return f"binary content ({label})"
-    if not head:
-        return None
-    controls = sum(1 for b in head if b < 9 or 13 < b < 32)
-    if b"\x00" in head or controls / len(head) > 0.05:
-        return f"binary content ({controls} control bytes in the first {len(head)})"
-    return None
 
 
 def declared(data: bytes, headers: dict | None) -> tuple[str | None, str | None]:

@@ -1,0 +1,210 @@
+"""Parse a page once and walk it once: the tree, its text blocks and the densest one, shared by page kind,
+article extraction and the spiders (which may pass Scrapy's already parsed ``response.selector.root``).
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import lxml.html
+from lxml import etree
+
+from extract.encoding import decode
+
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+SPACE = re.compile(r"\s+")
+PUNCT = re.compile(r"[，。！？；：、“”!?;]|[,.](?=\s)")   # a '.' inside a URL or a number is not punctuation
+SENTENCE_END = re.compile(r"[。！？!?…]")
+XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
+TAG_RE = re.compile(r"<[^>]*>")
+SCRIPT_RE = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.I | re.S)
+
+# Elements whose text is never page text.
+IGNORED = {"script", "style", "noscript", "template", "head", "title", "option", "select", "textarea", "svg"}
+# Elements that hold text blocks in the walk.
+WALK_BLOCKS = {"p", "div", "td", "article", "section", "main", "li", "pre", "blockquote", "dd", "font", "span",
+               "body"}
+# Paragraph-level blocks: their whole text also counts for the block that holds them.  List items do
+# not: a comment list or a list of teasers is many texts, not one (pixnet: comments outweighed the article).
+PARAGRAPHS = {"p", "span", "font", "pre", "blockquote"}
+# Linearisation: elements that start a new line, and elements skipped with their content.
+LINE_TAGS = {"p", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "section", "article",
+             "blockquote", "pre", "table", "ul", "ol", "dd", "dt", "figure", "figcaption", "center", "td"}
+SKIP_TAGS = {"script", "style", "noscript", "template", "iframe", "select", "button", "form", "nav"}
+
+
+def visible_len(text: str) -> int:
+    """Non-whitespace characters: the length that matters for Chinese text."""
+    return len(SPACE.sub("", text))
+
+
+def parse(text: str) -> tuple[lxml.html.HtmlElement, str]:
+    """lxml tree of the page, re-parsed with html5lib when lxml lost the body (see lost_body)."""
+    text = XML_DECL.sub("", text, count=1)
+    try:
+        tree = lxml.html.document_fromstring(text)
+    except (etree.ParserError, ValueError):
+        tree = None
+    if tree is not None and not lost_body(text, tree):
+        return tree, "lxml"
+    import html5lib
+    with warnings.catch_warnings():  # html5lib warns about comments it cannot map onto lxml
+        warnings.simplefilter("ignore")
+        doc = html5lib.parse(text, treebuilder="lxml", namespaceHTMLElements=False)
+    return lxml.html.document_fromstring(etree.tostring(doc, encoding="unicode", method="html")), "html5lib"
+
+
+def lost_body(text: str, tree: lxml.html.HtmlElement) -> bool:
+    """True when text after a stray </html> (or a missing <body>) is not in lxml's document tree.
+
+    libxml2 parks content that follows an early </html> outside the root element, so the article
+    vanishes from the tree trafilatura sees; browsers and html5lib keep it in <body>.
+    """
+    if tree.find("body") is None:
+        return bool(CJK.search(text))
+    end = text.lower().find("</html>")
+    if end == -1:
+        return False
+    tail = SCRIPT_RE.sub("", text[end + 7:])
+    sample = "".join(CJK.findall(TAG_RE.sub("", tail))[:200])
+    if len(sample) < 20:
+        return False
+    body_text = "".join(CJK.findall(tree.find("body").text_content()))
+    return sample[:20] not in body_text
+
+
+@dataclass
+class Page:
+    """A parsed page: the tree (shared by page kind, extraction and link extraction) and how it was read."""
+
+    tree: Any
+    encoding: str = "utf-8"
+    parser: str = "lxml"
+    _walk: "Walk | None" = field(default=None, repr=False)
+
+    def walk(self) -> "Walk":
+        """The page's text blocks, computed once (call it before anything edits the tree)."""
+        if self._walk is None:
+            self._walk = walk(self.tree)
+        return self._walk
+
+
+def load(body: bytes, headers: dict | None = None) -> Page:
+    """Decode (extract.encoding) and parse (lxml, html5lib when lxml lost the body) page bytes."""
+    text, encoding = decode(body, headers)
+    tree, parser = parse(text)
+    return Page(tree, encoding, parser)
+
+
+def own_text(el: Any) -> str:
+    """Text that belongs directly to an element (its text and its children's tails)."""
+    return (el.text or "") + "".join(child.tail or "" for child in el)
+
+
+@dataclass
+class Block:
+    """Non-link text of one block element; ``score`` adds that of its paragraph-level children."""
+
+    el: Any
+    parent: "Block | None"     # set for paragraph-level blocks: the block their text also counts for
+    chars: int = 0
+    cjk: int = 0
+    punct: int = 0
+    score: int = 0
+    score_cjk: int = 0
+    score_punct: int = 0
+
+
+@dataclass
+class Walk:
+    """One pass over a tree: every text block plus the page's visible and linked character counts."""
+
+    blocks: list[Block] = field(default_factory=list)
+    text_chars: int = 0
+    link_chars: int = 0
+    links: int = 0
+
+    def densest(self) -> Block | None:
+        """The block holding the most prose (own text plus that of its paragraph children), Chinese first:
+        a copyright or sharing block of Latin letters and digits is not the article."""
+        return max(self.blocks, key=lambda b: (b.score_cjk, b.score), default=None)
+
+
+def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
+    """Walk the tree once (scripts and styles skipped): text blocks, visible text and link text.
+
+    Text inside the elements of `linked` counts as link text (e.g. the teasers of a headline list).
+    """
+    out = Walk()
+    stack: list[tuple[Any, bool, Block | None]] = [(root, False, None)]
+    while stack:
+        el, in_link, block = stack.pop()
+        tag = el.tag if isinstance(el.tag, str) else ""
+        if not tag or tag in IGNORED:
+            continue
+        in_link = in_link or tag == "a" or el in linked
+        out.links += tag == "a"
+        if tag in WALK_BLOCKS or block is None:
+            block = Block(el, block if tag in PARAGRAPHS else None)
+            out.blocks.append(block)
+        text = SPACE.sub("", own_text(el))
+        if text:
+            out.text_chars += len(text)
+            if in_link:
+                out.link_chars += len(text)
+            else:
+                block.chars += len(text)
+                block.cjk += len(CJK.findall(text))
+                block.punct += len(PUNCT.findall(text))
+        stack.extend((child, in_link, block) for child in reversed(el))
+    for block in reversed(out.blocks):  # children come after their parents: roll paragraphs up
+        block.score += block.chars
+        block.score_cjk += block.cjk
+        block.score_punct += block.punct
+        if block.parent is not None:
+            block.parent.score += block.score
+            block.parent.score_cjk += block.score_cjk
+            block.parent.score_punct += block.score_punct
+    return out
+
+
+def densest_block(root: Any) -> Any | None:
+    """The element holding the most prose (a chapter's or an article's text container)."""
+    block = walk(root).densest()
+    return block.el if block is not None and block.score else None
+
+
+def container_lines(el: Any) -> list[str]:
+    """Linearise a container: one line per block element, scripts and forms skipped."""
+    out: list[str] = [""]
+
+    def visit(e: Any) -> None:
+        tag = e.tag if isinstance(e.tag, str) else ""
+        if tag in SKIP_TAGS or not tag:
+            if e.tail:
+                out[-1] += e.tail
+            return
+        if tag in LINE_TAGS:
+            out.append("")
+        out[-1] += e.text or ""
+        for child in e:
+            visit(child)
+        if tag in LINE_TAGS:
+            out.append("")
+        if e.tail:
+            out[-1] += e.tail
+
+    visit(el)
+    return [s for s in (SPACE.sub(" ", line).strip() for line in out) if s]
+
+
+def anchor_texts(tree: Any) -> set[str]:
+    """Normalised texts of the page's links (to measure how link-dense an extracted body is)."""
+    out = set()
+    for a in tree.iter("a"):
+        t = SPACE.sub("", a.text_content())
+        if len(t) >= 2:
+            out.add(t)
+    return out
