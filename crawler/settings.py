@@ -7,6 +7,7 @@ import os
 BOT_NAME = "zhdedup"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
+COMMANDS_MODULE = "crawler.commands"  # `scrapy crawl` with argument checks and a failing exit code
 
 # --- Identity and politeness -------------------------------------------------------------------
 # Say who we are and where to complain. Replace the contact URL before crawling other people's sites.
@@ -87,7 +88,11 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "crawler.extensions.CrawlSummary": 500,
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
+    "crawler.progress.CrawlProgress": 520,    # a line of running counts every few seconds
 }
+ZHDEDUP_PROGRESS_ENABLED = True
+ZHDEDUP_PROGRESS_INTERVAL = 0   # seconds between progress lines; 0 = 5 s on a terminal, 30 s in a log file
+ZHDEDUP_LOG_STORED = False      # True: an INFO line per stored page (new matches are always logged)
 ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k between 64-bit SimHashes
 ZHDEDUP_INFRINGEMENT = True     # compare every kept page with the registered source library
 ZHDEDUP_MIN_MATCH_SCORE = 0.0   # matches below this score are not recorded

@@ -89,4 +89,6 @@ class InfringementPipeline:
             a["matches"] = [{"source_id": r["source_id"], "score": r["score"]} for r in records]
             self.crawler.stats.inc_value("zhdedup/matched")
             self.crawler.stats.inc_value("zhdedup/matches", len(records))
+            for r in records:
+                logger.info("match: %s copies source %s (score %.2f)", a.get("url"), r["source_id"], r["score"])
         return item
