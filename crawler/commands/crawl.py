@@ -13,6 +13,8 @@ import sys
 from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
+from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError,
+                               DownloadTimeoutError)
 from scrapy.spiderloader import get_spider_loader
 
 from crawler.siteprofiles import ProfileError
@@ -21,6 +23,18 @@ from crawler.spiders.base import STAT, PageSpider, SpiderArgumentError
 logger = logging.getLogger(__name__)
 FAILED_EXIT = 1
 USAGE_EXIT = 2
+NETWORK_ERRORS = (CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError, DownloadTimeoutError)
+QUIET_LOGGERS = ("scrapy.downloadermiddlewares.robotstxt",)
+
+
+class NoNetworkTraceback(logging.Filter):
+    """An unreachable host's robots.txt: Scrapy's one-line error without its 30-line traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Strip the traceback of network errors; keep the record."""
+        if record.exc_info and isinstance(record.exc_info[1], NETWORK_ERRORS):
+            record.exc_info = record.exc_text = None
+        return True
 
 
 def crawl_failure(stats: dict[str, Any]) -> str | None:
@@ -66,6 +80,8 @@ class Command(ScrapyCrawl):
             super().run(args, opts)
             return
         assert self.crawler_process is not None
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).addFilter(NoNetworkTraceback())
         crawler = self._create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
