@@ -163,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return code
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -240,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
                    f"({'compiled kernels' if speedups.available() else 'numpy only: fingerprint/_speedups.c not built'})")
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--weighting", choices=["tfidf", "tf"], default="tfidf")
+    common.add_argument("--weighting", choices=["tfidf", "tf"], default="tfidf",
+                        help="token weights: tfidf (default, IDF table of the news corpus) or plain term frequency")
     common.add_argument("--userdict", help="file of extra words for the tokenizer, one per line")
     s = sub.add_parser("simhash", parents=[common], help="print the 64-bit SimHash of each file")
     s.add_argument("files", nargs="+", help="text files, or - for standard input")
@@ -274,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: user mistakes print one line and return 2; a closed pipe (| head) ends quietly."""
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return code
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

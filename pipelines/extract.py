@@ -455,8 +455,8 @@ class ExtractPipeline:
 def main(argv: list[str] | None = None) -> int:
     """CLI: print the body of a saved page (or JSON with title, text, date, author)."""
     ap = argparse.ArgumentParser(prog="python -m pipelines.extract", description=__doc__.split("\n")[0])
-    ap.add_argument("file", type=Path)
-    ap.add_argument("--url", default="")
+    ap.add_argument("file", type=Path, help="a saved HTML page")
+    ap.add_argument("--url", default="", help="the page's URL (helps with relative links and site rules)")
     ap.add_argument("--json", action="store_true", help="print title, text, date, author as JSON")
     ap.add_argument("--selector", help="body selector (CSS or XPath) as a site profile would give it")
     args = ap.parse_args(argv)
@@ -465,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         result = extract(args.file.read_bytes(), url=args.url, profile=profile)
     except NoBody as exc:
         print(f"no article body: {exc.reason}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({k: v for k, v in asdict(result).items()}, ensure_ascii=False, indent=2))
