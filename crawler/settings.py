@@ -54,7 +54,7 @@ HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
 
 # --- Pause and resume --------------------------------------------------------------------------
 # Scrapy keeps its scheduler queue and seen-request fingerprints on disk when JOBDIR is set:
-#   scrapy crawl news -s JOBDIR=var/jobs/news-1      (Ctrl-C once, then run the same command to resume)
+#   scrapy crawl news -a profile=sina -s JOBDIR=var/jobs/news-1      (Ctrl-C once, then run the same command to resume)
 # Scrapy's JOBDIR state is only consistent after a clean stop, so crawler.resume adds a write-ahead
 # journal of the frontier (JOBDIR/frontier.journal): after a SIGKILL the same command re-queues the
 # requests that were not finished and skips the finished ones (docs/operations.md).
