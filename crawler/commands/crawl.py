@@ -62,10 +62,13 @@ class Command(ScrapyCrawl):
 
     def check_spider_arguments(self, name: str, spargs: dict[str, str]) -> None:
         """Build the spider once without a crawler: its __init__ is where arguments are validated."""
+        loader = get_spider_loader(self.settings)
         try:
-            spidercls = get_spider_loader(self.settings).load(name)
+            spidercls = loader.load(name)
         except KeyError:
-            return  # Scrapy's own "Spider not found" handles it
+            print(f"scrapy crawl {name}: no such spider; the spiders are {', '.join(sorted(loader.list()))}",
+                  file=sys.stderr)
+            sys.exit(USAGE_EXIT)
         if not issubclass(spidercls, PageSpider):
             return
         try:

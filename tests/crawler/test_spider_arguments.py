@@ -24,6 +24,7 @@ BAD_ARGUMENTS = [
     ("fiction", {}, "say what to crawl: -a toc=URL"),
     ("fiction", {"book": "nosuch"}, "unknown book 'nosuch'; known: hongloumeng-wikisource"),
     ("fiction", {"toc": "ftp://x.cn/"}, "-a toc: not an http(s) URL"),
+    ("nosuch", {}, "no such spider; the spiders are fiction, news"),
 ]
 
 
