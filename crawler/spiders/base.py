@@ -82,7 +82,7 @@ class PageSpider(scrapy.Spider):
 
     @classmethod
     def usage(cls) -> str:
-        """The accepted arguments on one line: `-a start_urls=URL[,URL...] | -a profile=NAME ...`."""
+        """The accepted arguments on one line: `-a start_urls=URL[,URL...], -a profile=NAME...`."""
         return ", ".join(f"-a {name}={value}" for name, value in cls.arguments.items())
 
     @classmethod
