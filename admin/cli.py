@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import sys
 from typing import Any, Sequence
 
@@ -34,13 +35,9 @@ def _users(args: argparse.Namespace) -> int:
         for name in store.list_users():
             print(name)
         return 0
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = getpass.getpass(f"Password for {args.name}: ")
-        if password != getpass.getpass("Repeat password: "):
-            print("error: passwords differ", file=sys.stderr)
-            return 2
+    password = _read_password(args.name, args.password_stdin)
+    if password is None:
+        return 2
     try:
         add_user(store, args.name, password)
     except ValueError as exc:
@@ -48,6 +45,27 @@ def _users(args: argparse.Namespace) -> int:
         return 2
     print(f"user {args.name} saved")
     return 0
+
+
+def _read_password(name: str, from_stdin: bool) -> str | None:
+    """The new password from stdin or typed twice; None (after one line saying why) when there is none."""
+    try:
+        if from_stdin:
+            line = sys.stdin.readline()
+            if not line:
+                print("error: no password on standard input (pipe one line: echo PASSWORD | ... --password-stdin)",
+                      file=sys.stderr)
+                return None
+            return line.rstrip("\r\n")
+        password = getpass.getpass(f"Password for {name}: ")
+        if password != getpass.getpass("Repeat password: "):
+            print("error: passwords differ", file=sys.stderr)
+            return None
+        return password
+    except EOFError:
+        print("error: no password typed (standard input is closed); type it at a terminal, "
+              "or pipe it with --password-stdin", file=sys.stderr)
+        return None
 
 
 def _sources(args: argparse.Namespace) -> int:
@@ -80,6 +98,8 @@ def _matches(args: argparse.Namespace) -> int:
     store = open_default_store()
     mq = MatchQuery(status=args.status or "", per_page=min(args.limit, 500))
     fields = ("suspect_url", "site", "title", "source_id", "score", "status", "created")
+    if not args.json:
+        print("id\tstatus\tscore\tsource_id\tsuspect_url")
     for m in store.iter_matches(mq, limit=args.limit):
         row = {k: m.get(k) for k in fields}
         row["id"] = str(m["_id"])
@@ -98,33 +118,62 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m admin", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="run the admin web server")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=5000)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, default=5000, help="port to listen on (default 5000)")
     s.set_defaults(func=_serve)
     u = sub.add_parser("users", help="manage reviewer accounts")
     usub = u.add_subparsers(dest="users_cmd", required=True)
     ua = usub.add_parser("add", help="create a user or reset its password")
-    ua.add_argument("name")
+    ua.add_argument("name", help="the login name")
     ua.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
-    usub.add_parser("list")
+    usub.add_parser("list", help="print every user name")
     u.set_defaults(func=_users)
     src = sub.add_parser("sources", help="the source library")
     ssub = src.add_subparsers(dest="sources_cmd", required=True)
     sa = ssub.add_parser("add", help="register .txt/.jsonl files or directories of them")
-    sa.add_argument("paths", nargs="+")
-    ssub.add_parser("list")
-    sr = ssub.add_parser("remove")
-    sr.add_argument("id")
+    sa.add_argument("paths", nargs="+", help=".txt files (one work each), .jsonl files ({id, title, text} per "
+                    "line) or directories searched for both")
+    ssub.add_parser("list", help="print id, title and author of every registered work")
+    sr = ssub.add_parser("remove", help="remove a work from the library")
+    sr.add_argument("id", help="the work's id, as `sources list` prints it")
     src.set_defaults(func=_sources)
     m = sub.add_parser("matches", help="list stored matches, newest first")
     m.add_argument("--json", action="store_true", help="one JSON object per line")
-    m.add_argument("--status", choices=STATUSES)
-    m.add_argument("--limit", type=int, default=1000)
+    m.add_argument("--status", choices=STATUSES, help="only matches with this review status")
+    m.add_argument("--limit", type=_positive, default=1000, help="at most this many matches (default 1000)")
     m.set_defaults(func=_matches)
     return p
 
 
+def _positive(value: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: give 1 or more")
+    return n
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `python -m admin`."""
+    """Entry point of `python -m admin`: a store that cannot be reached is one line, exit 1; a closed
+    pipe (| head) ends quietly."""
+    from storage.errors import StorageError
+
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return code
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush cannot fail
+        except (OSError, ValueError):
+            pass
+        return 0
+    except KeyboardInterrupt:
+        return 130

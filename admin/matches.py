@@ -156,6 +156,7 @@ def export(fmt: str) -> Any:
     else:
         def gen_csv() -> Iterator[str]:
             buf = io.StringIO()
+            buf.write("\ufeff")  # UTF-8 BOM: Excel otherwise reads the Chinese text as mojibake
             w = csv.writer(buf)
             w.writerow(CSV_COLUMNS)
             for row in _export_rows(mq):
@@ -168,7 +169,7 @@ def export(fmt: str) -> Any:
                 buf.seek(0)
                 buf.truncate()
             yield buf.getvalue()
-        body, mime = gen_csv(), "text/csv; charset=utf-8"
+        body, mime = gen_csv(), "text/csv"  # Flask adds "; charset=utf-8" to text/* itself
     resp = Response(stream_with_context(body), mimetype=mime)
     resp.headers["Content-Disposition"] = f'attachment; filename="matches-{stamp}.{fmt}"'
     return resp

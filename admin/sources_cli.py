@@ -78,7 +78,11 @@ def load_paths(paths: Iterable[str]) -> list[dict[str, Any]]:
         else:
             raise SourceError(f"{p}: no such file or directory")
         for f in files:
-            works.extend(parse_upload(str(f), f.read_bytes()))
+            try:
+                data = f.read_bytes()
+            except OSError as exc:
+                raise SourceError(f"{f}: {exc.strerror}") from None
+            works.extend(parse_upload(str(f), data))
     return works
 
 

@@ -138,15 +138,26 @@ def demo(port: int, keep_serving: bool) -> int:
     return status
 
 
+def first_port(value: str) -> int:
+    """argparse type for --port: 0 (any free ports) or a first port that leaves room for four sites."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
+    if not 0 <= port <= 65532:
+        raise argparse.ArgumentTypeError(f"{port}: give 0 (any free ports) or 1..65532 (the sites use port..port+3)")
+    return port
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
     parser = argparse.ArgumentParser(prog="python -m crawler", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="serve the demo sites, crawl them with both spiders, print the result")
-    p_demo.add_argument("--port", type=int, default=8765, help="first port (sites use port..port+3); 0 = any")
+    p_demo.add_argument("--port", type=first_port, default=8765, help="first port (sites use port..port+3); 0 = any")
     p_demo.add_argument("--serve", action="store_true", help="keep serving the sites after the crawl")
     p_serve = sub.add_parser("serve-demo", help="serve the demo sites on 127.0.0.1 until Ctrl-C")
-    p_serve.add_argument("--port", type=int, default=8765, help="first port (sites use port..port+3)")
+    p_serve.add_argument("--port", type=first_port, default=8765, help="first port (sites use port..port+3)")
     args = parser.parse_args(argv)
     try:
         if args.command == "serve-demo":

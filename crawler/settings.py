@@ -7,6 +7,7 @@ import os
 BOT_NAME = "zhdedup"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
+COMMANDS_MODULE = "crawler.commands"  # `scrapy crawl` with argument checks and a failing exit code
 
 # --- Identity and politeness -------------------------------------------------------------------
 # Say who we are and where to complain. Replace the contact URL before crawling other people's sites.
@@ -53,7 +54,7 @@ HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
 
 # --- Pause and resume --------------------------------------------------------------------------
 # Scrapy keeps its scheduler queue and seen-request fingerprints on disk when JOBDIR is set:
-#   scrapy crawl news -s JOBDIR=var/jobs/news-1      (Ctrl-C once, then run the same command to resume)
+#   scrapy crawl news -a profile=sina -s JOBDIR=var/jobs/news-1      (Ctrl-C once, then run the same command to resume)
 # Scrapy's JOBDIR state is only consistent after a clean stop, so crawler.resume adds a write-ahead
 # journal of the frontier (JOBDIR/frontier.journal): after a SIGKILL the same command re-queues the
 # requests that were not finished and skips the finished ones (docs/operations.md).
@@ -87,7 +88,11 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "crawler.extensions.CrawlSummary": 500,
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
+    "crawler.progress.CrawlProgress": 520,    # a line of running counts every few seconds
 }
+ZHDEDUP_PROGRESS_ENABLED = True
+ZHDEDUP_PROGRESS_INTERVAL = 0   # seconds between progress lines; 0 = 5 s on a terminal, 30 s in a log file
+ZHDEDUP_LOG_STORED = False      # True: an INFO line per stored page (new matches are always logged)
 ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k (0..8) between 64-bit SimHashes;
                                 # the Redis index's block layout follows k (a change rebuilds it)
 ZHDEDUP_PASSAGES = True         # third dedup step: pages sharing passages that cover >= the coverage below

@@ -110,6 +110,7 @@ def load_profiles(key: str, files: list[str] | None = None, names: list[str] | N
         known = {p.name: p for p in profiles}
         missing = [n for n in names if n not in known]
         if missing:
-            raise ProfileError(f"unknown profile(s) {missing}; known: {sorted(known)}")
+            label = "book" if key == "book" else "profile"
+            raise ProfileError(f"unknown {label} {', '.join(map(repr, missing))}; known: {', '.join(sorted(known))}, all")
         profiles = [known[n] for n in names]
     return profiles

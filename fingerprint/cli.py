@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from fingerprint.dna import DEFAULT_PARAMS, SEED_PARAMS, dna, dna_containment
 from fingerprint.document import fingerprint_text
 from fingerprint.exact import content_hash
 from fingerprint.matcher import CopyMatcher, compare_texts
-from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams, check_k, is_near_duplicate, sketch
+from fingerprint.neardup import MAX_K, DedupDoc, DedupEngine, NearDupParams, check_k, is_near_duplicate, sketch
 from fingerprint.simhash import hamming, simhash
 from fingerprint.tokens import Tokenizer
 from fingerprint.version import FINGERPRINT_VERSION
@@ -93,7 +94,10 @@ def _parse_line(path: str, lineno: int, raw: bytes, problems: list[str]) -> tupl
     if not isinstance(doc, dict) or "text" not in doc:
         problems.append(f"{where}: skipped, no \"text\" field")
         return None
-    if not isinstance(doc["text"], str) or not doc["text"].strip():
+    if not isinstance(doc["text"], str):
+        problems.append(f"{where}: skipped, \"text\" is not a string (got {type(doc['text']).__name__})")
+        return None
+    if not doc["text"].strip():
         problems.append(f"{where}: skipped, empty text")
         return None
     return str(doc.get("id", lineno)), doc["text"]
@@ -214,6 +218,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     a, b = read_text(args.a), read_text(args.b)
+    for path, text in ((args.a, a), (args.b, b)):
+        if not text.strip():
+            print(f"warning: {path} has no text; every measure below is meaningless", file=sys.stderr)
     fa, fb = fingerprint_text(a), fingerprint_text(b)
     rows = [
         ("exact content hash", "equal" if content_hash(a) == content_hash(b) else "different"),
@@ -276,19 +283,21 @@ def build_parser() -> argparse.ArgumentParser:
                    f"({'compiled kernels' if speedups.available() else 'numpy only: fingerprint/_speedups.c not built'})")
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--weighting", choices=["tfidf", "tf"], default="tfidf")
+    common.add_argument("--weighting", choices=["tfidf", "tf"], default="tfidf",
+                        help="token weights: tfidf (default, IDF table of the news corpus) or plain term frequency")
     common.add_argument("--userdict", help="file of extra words for the tokenizer, one per line")
     s = sub.add_parser("simhash", parents=[common], help="print the 64-bit SimHash of each file")
     s.add_argument("files", nargs="+", help="text files, or - for standard input")
     s.set_defaults(func=cmd_simhash)
     d = sub.add_parser("dna", help="print the pinyin-initial DNA windows of each file")
-    d.add_argument("files", nargs="+")
+    d.add_argument("files", nargs="+", help="text files (UTF-8, GB18030 or Big5), or - for standard input")
     d.add_argument("--seed-windows", action="store_true", help="the seed's fixed grid instead of sentence-anchored windows")
     d.set_defaults(func=cmd_dna)
     dd = sub.add_parser("dedup", parents=[common], help="cluster a JSONL corpus of {id, text} (Single-Pass, Hamming <= k)")
-    dd.add_argument("input")
-    dd.add_argument("--out")
-    dd.add_argument("-k", type=_k_arg, default=3, help="SimHash Hamming distance for near duplicates (0-8)")
+    dd.add_argument("input", help='JSONL file, one {"id": ..., "text": "..."} per line, or - for standard input')
+    dd.add_argument("--out", help="write the JSONL result rows here instead of standard output")
+    dd.add_argument("-k", type=_k_arg, default=3,
+                    help=f"SimHash Hamming distance for near duplicates, 0..{MAX_K} (default 3)")
     dd.add_argument("--method", choices=["full", "simhash"], default="full",
                     help="full: exact hash, SimHash, then shared passages (default); simhash: the seeds' Single-Pass")
     dd.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
@@ -296,23 +305,40 @@ def build_parser() -> argparse.ArgumentParser:
                     help="processes that fingerprint in parallel (decisions stay in input order: same output)")
     dd.set_defaults(func=cmd_dedup)
     c = sub.add_parser("compare", help="every method's similarity for two texts")
-    c.add_argument("a")
-    c.add_argument("b")
+    c.add_argument("a", help="the first text file (the original), or - for standard input")
+    c.add_argument("b", help="the second text file (the possible copy)")
     c.set_defaults(func=cmd_compare)
     m = sub.add_parser("match", help="find which sources each suspect copies")
-    m.add_argument("--sources", required=True)
-    m.add_argument("--suspects", required=True)
-    m.add_argument("--out")
+    m.add_argument("--sources", required=True, help='JSONL of registered works, {"id": ..., "text": "..."} per line')
+    m.add_argument("--suspects", required=True, help="JSONL of texts to check, same format")
+    m.add_argument("--out", help="write the JSONL match rows here instead of standard output")
     m.set_defaults(func=cmd_match)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point: user mistakes print one line and return 2; a closed pipe (| head) ends quietly."""
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return code
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            _silence_stdout()
+            return 0
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _silence_stdout() -> None:
+    """After the reader closed the pipe, point stdout at /dev/null so the final flush cannot fail."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

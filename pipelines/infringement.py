@@ -90,4 +90,6 @@ class InfringementPipeline:
             a["matches"] = [{"source_id": r["source_id"], "score": r["score"]} for r in records]
             self.crawler.stats.inc_value(stats.MATCHED)
             self.crawler.stats.inc_value(stats.MATCHES, len(records))
+            for r in records:
+                logger.info("match: %s copies source %s (score %.2f)", a.get("url"), r["source_id"], r["score"])
         return item

@@ -1,6 +1,7 @@
 """StorePipeline: the kept page, its text and fingerprints, into MongoDB through the store."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from itemadapter import ItemAdapter
@@ -10,19 +11,21 @@ from pipelines._store import run_blocking, store_for
 
 # Item fields that are transport only, never stored.
 TRANSIENT = {"body", "headers", "profile", "dedup", "matches"}
+logger = logging.getLogger(__name__)
 
 
 class StorePipeline:
     """Saves every item that reached it (new pages) with save_page; counts zhdedup/stored."""
 
-    def __init__(self, crawler) -> None:
+    def __init__(self, crawler, log_stored: bool = False) -> None:
         self.crawler = crawler
         self.store = store_for(crawler)
+        self.log_stored = log_stored
 
     @classmethod
     def from_crawler(cls, crawler) -> "StorePipeline":
-        """Open the shared store."""
-        return cls(crawler)
+        """Open the shared store; ZHDEDUP_LOG_STORED=True logs a line per stored page."""
+        return cls(crawler, crawler.settings.getbool("ZHDEDUP_LOG_STORED", False))
 
     @staticmethod
     def document(item: Any) -> dict:
@@ -41,4 +44,6 @@ class StorePipeline:
         page_id = await run_blocking(self.crawler, self.store.save_page, self.document(item))
         a["page_id"] = page_id or a.get("page_id")
         self.crawler.stats.inc_value(stats.STORED)
+        if self.log_stored:
+            logger.info("stored %s %s", a.get("url"), repr(a.get("title") or ""))
         return item

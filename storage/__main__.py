@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import Any
 
@@ -83,14 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m storage", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("status", help="servers in use, whether they answer, counts")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the status as JSON")
     sub.add_parser("start", help="start (or find) the embedded servers")
     sub.add_parser("stop", help="stop the embedded servers cleanly")
     sub.add_parser("rebuild-index", help="rebuild the Redis index from MongoDB")
     sub.add_parser("replay-spool", help="replay writes spooled while a server was down")
     pg = sub.add_parser("purge", help="remove pages from both stores")
-    pg.add_argument("--site")
-    pg.add_argument("--url")
+    pg.add_argument("--site", help="pages of this site (as stored: the profile name or host)")
+    pg.add_argument("--url", help="the page with this URL")
     pg.add_argument("--before", help="YYYY-MM-DD: pages fetched before this date")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "status":
             st = _status(config)
             print(json.dumps(st, indent=2, default=str)) if args.json else _print_status(st)
+            sys.stdout.flush()
             return 0 if st["mongo"]["ok"] and st["redis"]["ok"] else 1
         if args.cmd == "stop":
             done = srv.stop(config.var_path)
@@ -118,9 +120,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(store.replay_spool()))
             elif args.cmd == "purge":
                 print(json.dumps(store.purge(site=args.site, url=args.url, before=args.before)))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
         return 0
     except (StorageError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `status --json | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as e:  # e.g. a ZHDEDUP_VAR that cannot be created
+        print(f"error: {e.filename or config.var_path}: {e.strerror or e}", file=sys.stderr)
         return 2
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import codecs
 import re
 from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.exceptions import IgnoreRequest
@@ -21,6 +22,38 @@ from crawler.items import PageItem, header_dict, utc_now
 from crawler.urls import canonical_url, host_key, page_canonical_url, page_id, strip_tracking
 
 STAT = "zhdedup"
+SCRAPY_ARGUMENTS = {"name", "_job"}  # spider arguments Scrapy and scrapyd pass themselves
+YES_NO = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+class SpiderArgumentError(ValueError):
+    """A `-a NAME=VALUE` the spider cannot use; the message names it and the accepted values."""
+
+
+def split_argument(name: str, value: str | None) -> list[str]:
+    """Comma-separated spider argument to a list; an argument given empty is a mistake, not "none"."""
+    items = [v.strip() for v in (value or "").split(",") if v.strip()]
+    if value is not None and not items:
+        raise SpiderArgumentError(f"-a {name}= is empty; give a value or leave the argument out")
+    return items
+
+
+def check_urls(name: str, urls: list[str]) -> list[str]:
+    """Reject anything that is not an absolute http(s) URL, naming the argument."""
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise SpiderArgumentError(f"-a {name}: not an http(s) URL: {url!r} "
+                                      f"(give full URLs such as https://news.example.cn/)")
+    return urls
+
+
+def yes_no(name: str, value: str) -> bool:
+    """A boolean spider argument (1/0, true/false, yes/no, on/off)."""
+    try:
+        return YES_NO[value.strip().lower()]
+    except KeyError:
+        raise SpiderArgumentError(f"-a {name}={value}: expected 1 or 0 (true/false, yes/no)") from None
 
 
 def failure_reason(failure: Failure) -> str:
@@ -51,6 +84,21 @@ class PageSpider(scrapy.Spider):
     """Base spider: item construction, failure accounting and same-host link extraction."""
 
     kind = "page"
+    arguments: dict[str, str] = {}  # accepted -a NAME -> its value, for the one-line usage error
+
+    @classmethod
+    def usage(cls) -> str:
+        """The accepted arguments on one line: `-a start_urls=URL[,URL...], -a profile=NAME...`."""
+        return ", ".join(f"-a {name}={value}" for name, value in cls.arguments.items())
+
+    @classmethod
+    def reject_unknown(cls, kwargs: dict[str, Any]) -> None:
+        """Unknown -a arguments end the crawl: a misspelt one would otherwise be silently ignored."""
+        unknown = sorted(set(kwargs) - set(cls.arguments) - SCRAPY_ARGUMENTS)
+        if unknown:
+            given = ", ".join(f"-a {k}=" for k in unknown)
+            raise SpiderArgumentError(f"unknown argument {given} for spider {cls.name!r}; "
+                                      f"it accepts {cls.usage()}")
 
     def count(self, key: str, n: int = 1) -> None:
         """Increment a zhdedup/* stat."""

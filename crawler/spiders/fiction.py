@@ -16,7 +16,8 @@ from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
-from crawler.spiders.base import PageSpider, failure_reason, root_of
+from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, failure_reason, root_of,
+                                   split_argument)
 from crawler.urls import canonical_url, host_key, page_canonical_url
 from extract.dom import densest_block
 
@@ -41,19 +42,31 @@ class FictionSpider(PageSpider):
     kind = "chapter"
     custom_settings = {"DEPTH_LIMIT": 0}
 
+    arguments = {"toc": "URL[,URL...]", "book": "NAME[,NAME...]|all", "profiles_file": "FILE[,FILE...]",
+                 "title": "BOOK_TITLE"}
+
     def __init__(self, toc: str | None = None, book: str | None = None, profiles_file: str | None = None,
                  title: str | None = None, *args: Any, **kwargs: Any):
+        self.reject_unknown(kwargs)
         super().__init__(*args, **kwargs)
-        if toc:
-            self.books = [profile_from_dict(
-                {"name": u.strip(), "site": host_key(u), "toc": u.strip(), "book_title": title or ""}, "toc")
-                          for u in toc.split(",") if u.strip()]
-        else:
-            names = [b.strip() for b in (book or "").split(",") if b.strip()]
-            files = [f.strip() for f in (profiles_file or "").split(",") if f.strip()]
-            self.books = load_profiles("book", files or None, names or None)
+        self.books = self.pick_books(split_argument("toc", toc), split_argument("book", book),
+                                     split_argument("profiles_file", profiles_file), title)
         self.by_name = {b.name: b for b in self.books}
         self.chapter_urls: dict[str, set[str]] = {}
+
+    @classmethod
+    def pick_books(cls, tocs: list[str], names: list[str], files: list[str], title: str | None) -> list[SiteProfile]:
+        """Books from table-of-contents URLs or from book profiles; no book at all is refused."""
+        if tocs and (names or files):
+            raise SpiderArgumentError("give either -a toc or -a book/-a profiles_file, not both")
+        if tocs:
+            return [profile_from_dict({"name": u, "site": host_key(u), "toc": u, "book_title": title or ""}, "toc")
+                    for u in check_urls("toc", tocs)]
+        if not names and not files:
+            known = ", ".join(p.name for p in load_profiles("book"))
+            raise SpiderArgumentError(f"say what to crawl: -a toc=URL[,URL...] or -a book=NAME[,NAME...] "
+                                      f"(bundled books: {known}; -a book=all crawls every one)")
+        return load_profiles("book", files or None, None if names == ["all"] else names or None)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         """One request per table-of-contents page."""

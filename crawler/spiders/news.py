@@ -17,16 +17,12 @@ from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
-from crawler.spiders.base import PageSpider, root_of, unique
+from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, root_of, split_argument, unique,
+                                   yes_no)
 from crawler.urls import host_key, strip_tracking
 from extract import pagekind
 
 FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/feed+xml", "text/xml")
-
-
-def _split(value: str | None) -> list[str]:
-    """Comma-separated spider argument to a list."""
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
 class NewsSpider(PageSpider):
@@ -34,19 +30,33 @@ class NewsSpider(PageSpider):
 
     name = "news"
     kind = "article"
+    arguments = {"start_urls": "URL[,URL...]", "profile": "NAME[,NAME...]|all", "profiles_file": "FILE[,FILE...]",
+                 "sitemaps": "1|0"}
 
     def __init__(self, start_urls: str | None = None, profile: str | None = None,
                  profiles_file: str | None = None, sitemaps: str = "1", *args: Any, **kwargs: Any):
+        self.reject_unknown(kwargs)
         super().__init__(*args, **kwargs)
-        self.use_sitemaps = sitemaps not in ("0", "false", "no")
-        if start_urls:
-            urls = _split(start_urls)
-            hosts = {host_key(u) for u in urls}
-            self.targets = [profile_from_dict({"name": h, "start_urls": [u for u in urls if host_key(u) == h]},
-                                              "start_urls") for h in sorted(hosts)]
-        else:
-            self.targets = load_profiles("site", _split(profiles_file) or None, _split(profile) or None)
+        self.use_sitemaps = yes_no("sitemaps", sitemaps)
+        self.targets = self.pick_targets(split_argument("start_urls", start_urls), split_argument("profile", profile),
+                                         split_argument("profiles_file", profiles_file))
         self.by_name = {t.name: t for t in self.targets}
+
+    @classmethod
+    def pick_targets(cls, urls: list[str], names: list[str], files: list[str]) -> list[SiteProfile]:
+        """Sites from start URLs or from profiles; no target at all is refused rather than crawling every
+        bundled site (real news sites) by surprise: `-a profile=all` asks for that explicitly."""
+        if urls and (names or files):
+            raise SpiderArgumentError("give either -a start_urls or -a profile/-a profiles_file, not both")
+        if urls:
+            hosts = {host_key(u) for u in check_urls("start_urls", urls)}
+            return [profile_from_dict({"name": h, "start_urls": [u for u in urls if host_key(u) == h]},
+                                      "start_urls") for h in sorted(hosts)]
+        if not names and not files:
+            known = ", ".join(p.name for p in load_profiles("site"))
+            raise SpiderArgumentError(f"say what to crawl: -a start_urls=URL[,URL...] or -a profile=NAME[,NAME...] "
+                                      f"(bundled profiles: {known}; -a profile=all crawls every one)")
+        return load_profiles("site", files or None, None if names == ["all"] else names or None)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         """Start pages, then each site's feeds and sitemaps (robots.txt Sitemap: lines included)."""

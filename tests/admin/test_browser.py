@@ -119,7 +119,7 @@ def test_review_flow_in_chromium(live_url, browser_page, store, reviewer, sample
         page.click("#export-csv")
     path = tmp_path / "export.csv"
     dl.value.save_as(path)
-    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
     assert len(rows) == 1 and rows[0]["status"] == "confirmed"
     assert rows[0]["suspect_url"] == "http://pirate.example/book/1.html"
     assert sample["source_text"][100:150] in rows[0]["passages"]

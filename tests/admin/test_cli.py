@@ -72,7 +72,8 @@ def test_matches_listing(cli_env, store, capsys):
     store.upsert_match({"suspect_url": "http://p.example/2", "site": "p.example", "source_id": "s1", "score": 0.5})
     assert main(["matches"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and "http://p.example/2" in lines[0] and "0.770" in lines[1]
+    assert lines[0] == "id\tstatus\tscore\tsource_id\tsuspect_url"
+    assert len(lines) == 3 and "http://p.example/2" in lines[1] and "0.770" in lines[2]
     assert main(["matches", "--json"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert rows[1]["suspect_spans"] == [[1, 9]] and rows[1]["status"] == "new"

@@ -205,7 +205,9 @@ def test_license_whole_site(client, store, sample):
 def test_export_csv_and_json_follow_filters(client, sample):
     resp = client.get("/matches/export.csv?site=pirate.example")
     assert resp.status_code == 200 and "attachment" in resp.headers["Content-Disposition"]
-    rows = list(csv.DictReader(io.StringIO(resp.get_data(as_text=True))))
+    assert resp.headers["Content-Type"] == "text/csv; charset=utf-8"
+    assert resp.get_data().startswith("\ufeffid,".encode("utf-8"))   # the BOM Excel needs for Chinese text
+    rows = list(csv.DictReader(io.StringIO(resp.get_data().decode("utf-8-sig"))))
     assert {r["suspect_url"] for r in rows} == {"http://pirate.example/book/1.html",
                                                  "http://pirate.example/book/2.html"}
     row = next(r for r in rows if r["id"] == sample["match_id"])
@@ -233,6 +235,14 @@ def test_duplicates_clusters_and_search(client, sample):
     html = client.get("/duplicates/?q=mirror").get_data(as_text=True)
     assert "1 copy" in html and "http://mirror.example/a.html" in html
     assert "No duplicate clusters" in client.get("/duplicates/?q=(nothing[").get_data(as_text=True)
+
+
+def test_passage_duplicates_show_a_dash_for_distance(client, store, sample):
+    store.record_duplicate({"url": "http://passages.example/p.html", "original_id": sample["page_id"],
+                            "original_url": "http://orig.example/a.html", "method": "passages", "distance": None,
+                            "coverage": 0.9, "site": "passages.example", "title": "段落 复制"})
+    html = client.get("/duplicates/?q=passages.example").get_data(as_text=True)
+    assert "<td>passages</td><td>—</td>" in html and "<td>None</td>" not in html
     assert client.get("/duplicates/?page=abc").status_code == 400
     assert client.get("/duplicates/?page=99999999").status_code == 400
 

@@ -1,0 +1,97 @@
+"""`scrapy crawl`, with the project's rules for a newcomer's mistakes and for the exit code.
+
+- A spider argument our spiders cannot use (unknown name, bad URL, unknown profile, no target) ends the
+  command before anything starts: one line on stderr naming the problem and the accepted values, exit 2.
+- A crawl that finished without fetching a single page because every request failed (e.g. offline), or
+  that was stopped because the store could not be written, exits 1 after a line saying why.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from scrapy.commands.crawl import Command as ScrapyCrawl
+from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError,
+                               DownloadTimeoutError)
+from scrapy.spiderloader import get_spider_loader
+
+from crawler.siteprofiles import ProfileError
+from crawler.spiders.base import STAT, PageSpider, SpiderArgumentError
+
+logger = logging.getLogger(__name__)
+FAILED_EXIT = 1
+USAGE_EXIT = 2
+NETWORK_ERRORS = (CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError, DownloadTimeoutError)
+QUIET_LOGGERS = ("scrapy.downloadermiddlewares.robotstxt",)
+
+
+class NoNetworkTraceback(logging.Filter):
+    """An unreachable host's robots.txt: Scrapy's one-line error without its 30-line traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Strip the traceback of network errors; keep the record."""
+        if record.exc_info and isinstance(record.exc_info[1], NETWORK_ERRORS):
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def crawl_failure(stats: dict[str, Any]) -> str | None:
+    """Why a finished crawl counts as failed (None when it did not): nothing fetched, or storage lost."""
+    reason = stats.get("finish_reason")
+    if reason == "storage_unavailable":
+        return "the store could not be written (see the CRITICAL line above)"
+    if reason != "finished" or stats.get(f"{STAT}/fetched", 0):
+        return None
+    failed = {k.split("/", 2)[2]: v for k, v in stats.items() if k.startswith(f"{STAT}/failed/")}
+    if not failed:
+        return None  # e.g. a distributed worker whose share of the queue was empty
+    shown = ", ".join(f"{name} x{n}" for name, n in sorted(failed.items(), key=lambda kv: -kv[1]))
+    return f"nothing could be fetched: every request failed ({shown})"
+
+
+class Command(ScrapyCrawl):
+    """Scrapy's crawl command with spider arguments checked up front and a failing exit code."""
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Scrapy's option parsing, then our spiders' argument check (before any logging starts)."""
+        super().process_options(args, opts)
+        if len(args) == 1:
+            self.check_spider_arguments(args[0], opts.spargs)
+
+    def check_spider_arguments(self, name: str, spargs: dict[str, str]) -> None:
+        """Build the spider once without a crawler: its __init__ is where arguments are validated."""
+        loader = get_spider_loader(self.settings)
+        try:
+            spidercls = loader.load(name)
+        except KeyError:
+            print(f"scrapy crawl {name}: no such spider; the spiders are {', '.join(sorted(loader.list()))}",
+                  file=sys.stderr)
+            sys.exit(USAGE_EXIT)
+        if not issubclass(spidercls, PageSpider):
+            return
+        try:
+            spidercls(**spargs)
+        except (SpiderArgumentError, ProfileError) as exc:
+            print(f"scrapy crawl {name}: {exc}", file=sys.stderr)
+            sys.exit(USAGE_EXIT)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Run the crawl; a crawl that fetched nothing exits FAILED_EXIT."""
+        if len(args) != 1:
+            super().run(args, opts)
+            return
+        assert self.crawler_process is not None
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).addFilter(NoNetworkTraceback())
+        crawler = self._create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = FAILED_EXIT
+            return
+        failure = crawl_failure(crawler.stats.get_stats() if crawler.stats else {})
+        if failure:
+            logger.error("crawl failed: %s", failure)
+            self.exitcode = FAILED_EXIT
