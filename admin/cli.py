@@ -9,6 +9,7 @@ import sys
 from typing import Any, Sequence
 
 from admin.queries import STATUSES, MatchQuery
+from fingerprint.cliparser import OneLineParser
 
 
 def open_default_store() -> Any:
@@ -115,7 +116,7 @@ def _matches(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree for `python -m admin`."""
-    p = argparse.ArgumentParser(prog="python -m admin", description=__doc__)
+    p = OneLineParser(prog="python -m admin", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="run the admin web server")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")

@@ -26,7 +26,8 @@ import trafilatura
 from extract.article import NotArticle, extract
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path("/work/shared/data/html_zh")
+from benchmarks.shared_data import HTML_DIR as DATA
+
 GOLD = ROOT / "tests" / "extract" / "gold" / "gne"
 WORD = re.compile(r"\w", re.U)
 jieba.setLogLevel(60)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from benchmarks.shared_data import DATA_DIR as DATA
+
 
 
 def load_docs(n: int, size: int = 3000) -> list[str]:

@@ -17,7 +17,8 @@ import statistics
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from benchmarks.shared_data import DATA_DIR as DATA
+
 
 
 def library_segments(n: int) -> list[tuple[str, str]]:

@@ -34,6 +34,7 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 
 from benchmarks.baseline_git import BASELINE, old_modules
+from benchmarks.shared_data import DATA_DIR as DATA
 from crawler.siteprofiles import profile_from_dict
 from crawler.spiders import news as news_module
 from crawler.spiders.base import root_of
@@ -41,7 +42,6 @@ from crawler.spiders.news import NewsSpider
 from extract import pagekind
 from extract.article import NotArticle, extract
 
-DATA = Path("/work/shared/data")
 HTML = DATA / "html_zh"
 SENTENCE = re.compile(r"[^。！？]*[。！？]")
 KINDS = ("related", "related_inline", "comments", "prevnext", "gallery", "headlines", "teasers", "paged", "portal")

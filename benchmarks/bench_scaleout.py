@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("ZHDEDUP_DATA") or PROJECT_ROOT.parent / "shared" / "data")
+from benchmarks.shared_data import DATA_DIR as DATA
+
 HOSTS = ("a", "b", "c")
 PER_LIST = 10
 # word swaps that barely move a SimHash; the first one that keeps the distance in 1..2 is used

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from crawler.demo_site.server import SiteServer
 from crawler.demo_site.sites import NAMES, SITES, START
+from fingerprint.cliparser import OneLineParser
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Loopback crawls need no politeness delay; everything else stays as in settings.py.
@@ -151,7 +152,7 @@ def first_port(value: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m crawler", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m crawler", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="serve the demo sites, crawl them with both spiders, print the result")
     p_demo.add_argument("--port", type=first_port, default=8765, help="first port (sites use port..port+3); 0 = any")

@@ -40,6 +40,8 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 from twisted.internet import task
 
+from fingerprint.cliparser import OneLineParser
+
 DEFAULT_IDLE_CLOSE_SECONDS = 10.0
 DEFAULT_POLL_SECONDS = 0.5
 DEFAULT_WORKER_TTL = 30.0
@@ -591,7 +593,7 @@ def _resolve_keys(spider: str, job: str | None) -> tuple[Any, dict[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m crawler.distributed status|reset SPIDER [--job NAME]`."""
-    parser = argparse.ArgumentParser(prog="python -m crawler.distributed", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m crawler.distributed", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["status", "reset"])
     parser.add_argument("spider", help="spider name (the default job name)")
     parser.add_argument("--job", help="job name when the crawl used DISTRIBUTED_JOB / ZHDEDUP_CRAWL_JOB")

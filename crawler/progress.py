@@ -17,8 +17,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from crawler import stats as names
+
 logger = logging.getLogger(__name__)
-STAT = "zhdedup"
 TERMINAL_INTERVAL = 5.0
 LOG_INTERVAL = 30.0
 
@@ -28,9 +29,9 @@ def progress_counts(stats: dict[str, Any]) -> dict[str, int]:
     def total(prefix: str) -> int:
         return sum(v for k, v in stats.items() if k.startswith(prefix) and isinstance(v, int))
 
-    return {"fetched": stats.get(f"{STAT}/fetched", 0), "stored": stats.get(f"{STAT}/stored", 0),
-            "duplicates": total(f"{STAT}/dropped/"), "matches": stats.get(f"{STAT}/matched", 0),
-            "failed": total(f"{STAT}/failed/")}
+    return {"fetched": stats.get(names.FETCHED, 0), "stored": stats.get(names.STORED, 0),
+            "duplicates": sum(stats.get(names.dropped(kind), 0) for kind in names.DUPLICATE_KINDS),
+            "matches": stats.get(names.MATCHED, 0), "failed": total(names.FAILED_PREFIX)}
 
 
 def auto_interval(setting: float, isatty: bool) -> float:

@@ -16,6 +16,11 @@ MATCHES = f"{PREFIX}/matches"                      # match records
 MATCHES_LICENSED = f"{PREFIX}/matches_licensed"    # matches of a source licensed to the page's site
 REPLACED_ORIGINAL = f"{PREFIX}/replaced_original"  # a copy published earlier took its original's place
 RESUME_REQUEUED = f"{PREFIX}/resume/requeued"
+LIST_PAGES = f"{PREFIX}/list_pages"     # pages read for their links only
+SITEMAPS = f"{PREFIX}/sitemaps"
+FEEDS = f"{PREFIX}/feeds"
+BOOKS = f"{PREFIX}/books"
+JOINED_PARTS = f"{PREFIX}/joined_parts"  # chapter pages joined into the chapter before them
 DUPLICATE_KINDS = ("exact", "near", "passages")
 
 

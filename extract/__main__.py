@@ -8,13 +8,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from extract.article import NotArticle, extract
+from fingerprint.cliparser import OneLineParser
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m extract") -> int:
     """Print the body of a saved page (or JSON with title, text, date, author); exit 2 when it has none."""
-    ap = argparse.ArgumentParser(prog=prog, description="Article body of a saved Chinese news or novel page.")
-    ap.add_argument("file", type=Path)
-    ap.add_argument("--url", default="")
+    ap = OneLineParser(prog=prog, description="Article body of a saved Chinese news or novel page.")
+    ap.add_argument("file", type=Path, help="a saved HTML page (any encoding: declared, sniffed or guessed)")
+    ap.add_argument("--url", default="", help="the page's URL (helps with relative links and site rules)")
     ap.add_argument("--json", action="store_true", help="print title, text, date, author as JSON")
     ap.add_argument("--selector", help="body selector (CSS or XPath) as a site profile would give it")
     args = ap.parse_args(argv)

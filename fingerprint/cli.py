@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO
 
 from fingerprint import speedups
+from fingerprint.cliparser import OneLineParser
 from fingerprint.cluster import SinglePass
 from fingerprint.compare import containment, minhash, shingle_jaccard, top_sentences_signature, winnowing_fingerprints
 from fingerprint.dna import DEFAULT_PARAMS, SEED_PARAMS, dna, dna_containment
@@ -277,7 +278,7 @@ def _user_words(path: str | None) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fingerprint", description=__doc__,
+    p = OneLineParser(prog="python -m fingerprint", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"{FINGERPRINT_VERSION} "
                    f"({'compiled kernels' if speedups.available() else 'numpy only: fingerprint/_speedups.c not built'})")

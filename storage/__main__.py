@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any
 
+from fingerprint.cliparser import OneLineParser
+
 from . import servers as srv
 from .config import StoreConfig
 from .errors import StorageError
@@ -81,7 +83,7 @@ def _print_status(st: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code (errors print one line, no stack trace)."""
-    p = argparse.ArgumentParser(prog="python -m storage", description=__doc__)
+    p = OneLineParser(prog="python -m storage", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("status", help="servers in use, whether they answer, counts")
     s.add_argument("--json", action="store_true", help="print the status as JSON")

@@ -6,13 +6,41 @@ each test its own database name and Redis key prefix, so tests never see each ot
 """
 from __future__ import annotations
 
+import json
 import os
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `benchmarks` and `tests` importable however pytest is started
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.shared_data import DATA_DIR  # noqa: E402
+
+
+def _load(name: str, limit: int) -> list[dict]:
+    path = DATA_DIR / name
+    if not path.exists():
+        pytest.skip(f"shared data not found at {path} (set ZHDEDUP_DATA)")
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for _, line in zip(range(limit), f)]
+
+
+@pytest.fixture(scope="session")
+def chapters() -> list[dict]:
+    """The first 60 chapters of the classic novels (三国演义 first), from the shared data."""
+    return _load("fiction_classics_dev.jsonl", 60)
+
+
+@pytest.fixture(scope="session")
+def news() -> list[dict]:
+    """The first 300 Sina news articles, from the shared data."""
+    return _load("news_sina_dev.jsonl", 300)
 
 
 @dataclass

@@ -61,7 +61,7 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def test_fingerprint_k_out_of_range_names_the_range(corpus):
-    assert_one_line_error(run("fingerprint", "dedup", "-k", "99", str(corpus)), 2, "-k", "99", "0..63")
+    assert_one_line_error(run("fingerprint", "dedup", "-k", "99", str(corpus)), 2, "-k", "99", "from 0 to 8")
     assert_one_line_error(run("fingerprint", "dedup", "-k", "two", str(corpus)), 2, "not a whole number")
 
 
@@ -173,3 +173,13 @@ def _continues(text: str, line: str) -> bool:
     """... unless argparse put the description on the next, deeper-indented line."""
     after = text.split(line, 1)[1].lstrip("\n").splitlines()
     return bool(after) and after[0].startswith("    ") and after[0].strip() != ""
+
+
+@pytest.mark.parametrize("args", [("fingerprint", "dedup", "x.jsonl", "-k", "99"), ("fingerprint", "--nope"),
+                                  ("storage", "purge", "--before"), ("admin", "matches", "--limit", "x"),
+                                  ("crawler", "demo", "--bogus"), ("extract",), ("crawler.distributed", "run")])
+def test_usage_mistakes_are_exactly_one_line(args):
+    """argparse's usage block is not printed: one line names the mistake and where --help is."""
+    proc = run(*args)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "error:" in proc.stderr and "--help" in proc.stderr

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+from benchmarks.shared_data import DATA_DIR as DEFAULT_DATA
+
 NEWS_FILE = "news_sina_dev.jsonl"
 FICTION_FILE = "fiction_classics_dev.jsonl"
 
@@ -26,7 +27,7 @@ class Doc:
 
 def data_dir(override: str | os.PathLike | None = None) -> Path:
     """The shared data directory: --data, else $ZHDEDUP_DATA, else ../shared/data next to the repo."""
-    path = Path(override or os.environ.get("ZHDEDUP_DATA") or DEFAULT_DATA)
+    path = Path(override) if override else DEFAULT_DATA
     for name in (NEWS_FILE, FICTION_FILE):
         if not (path / name).is_file():
             raise FileNotFoundError(f"{path / name} not found: pass --data DIR or set ZHDEDUP_DATA")

@@ -17,8 +17,9 @@ from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefused
                                DownloadTimeoutError)
 from scrapy.spiderloader import get_spider_loader
 
+from crawler import stats as names
 from crawler.siteprofiles import ProfileError
-from crawler.spiders.base import STAT, PageSpider, SpiderArgumentError
+from crawler.spiders.base import PageSpider, SpiderArgumentError
 
 logger = logging.getLogger(__name__)
 FAILED_EXIT = 1
@@ -42,9 +43,10 @@ def crawl_failure(stats: dict[str, Any]) -> str | None:
     reason = stats.get("finish_reason")
     if reason == "storage_unavailable":
         return "the store could not be written (see the CRITICAL line above)"
-    if reason != "finished" or stats.get(f"{STAT}/fetched", 0):
+    if reason != "finished" or stats.get(names.FETCHED, 0):
         return None
-    failed = {k.split("/", 2)[2]: v for k, v in stats.items() if k.startswith(f"{STAT}/failed/")}
+    failed = {k[len(names.FAILED_PREFIX):]: v for k, v in stats.items()
+              if k.startswith(names.FAILED_PREFIX) and isinstance(v, (int, float))}
     if not failed:
         return None  # e.g. a distributed worker whose share of the queue was empty
     shown = ", ".join(f"{name} x{n}" for name, n in sorted(failed.items(), key=lambda kv: -kv[1]))

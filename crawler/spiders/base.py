@@ -18,10 +18,10 @@ from extract.dom import load
 from extract.encoding import choose_encoding
 from extract.sniff import binary_kind
 
+from crawler import stats
 from crawler.items import PageItem, header_dict, utc_now
 from crawler.urls import canonical_url, host_key, page_canonical_url, page_id, strip_tracking
 
-STAT = "zhdedup"
 SCRAPY_ARGUMENTS = {"name", "_job"}  # spider arguments Scrapy and scrapyd pass themselves
 YES_NO = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
@@ -101,13 +101,13 @@ class PageSpider(scrapy.Spider):
                                       f"it accepts {cls.usage()}")
 
     def count(self, key: str, n: int = 1) -> None:
-        """Increment a zhdedup/* stat."""
+        """Increment a stat (names in crawler.stats)."""
         if self.crawler is not None:
-            self.crawler.stats.inc_value(f"{STAT}/{key}", n)
+            self.crawler.stats.inc_value(key, n)
 
     def fail(self, url: str, reason: str, detail: str = "") -> None:
         """Record a page we could not use, with a reason that shows up in the stats and the log."""
-        self.count(f"failed/{reason}")
+        self.count(stats.failed(reason))
         self.logger.info("skipped %s: %s%s", url, reason, f" ({detail})" if detail else "")
 
     def on_error(self, failure: Failure) -> None:
@@ -120,7 +120,7 @@ class PageSpider(scrapy.Spider):
 
     def usable(self, response: Response) -> bool:
         """Count the fetch; reject non-text and binary bodies before any content work."""
-        self.count("fetched")
+        self.count(stats.FETCHED)
         if not isinstance(response, TextResponse):
             self.fail(response.url, "not_html", response.headers.get("Content-Type", b"").decode("latin-1"))
             return False
@@ -143,7 +143,7 @@ class PageSpider(scrapy.Spider):
                         spider=self.name, kind=self.kind, body=body, headers=headers or {},
                         status=status, fetched=utc_now())
         item.update({k: v for k, v in extra.items() if v is not None})
-        self.count("items")
+        self.count(stats.ITEMS)
         return item
 
     @staticmethod

@@ -15,6 +15,7 @@ from lxml import html as lxml_html
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
+from crawler import stats
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
 from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, failure_reason, root_of,
                                    split_argument)
@@ -85,7 +86,7 @@ class FictionSpider(PageSpider):
         if not chapters:
             self.fail(response.url, "no_chapters", "no chapter links found on the table of contents")
             return
-        self.count("books")
+        self.count(stats.BOOKS)
         self.logger.info("book %r: %d chapters from %s", title, len(chapters), response.url)
         self.chapter_urls.setdefault(profile, set()).update(canonical_url(u) for u, _ in chapters)
         for number, (url, label) in enumerate(chapters, start=1):
@@ -200,7 +201,7 @@ class FictionSpider(PageSpider):
         first = state.get("first")
         if first is None:
             return
-        self.count("joined_parts", len(state["parts"]) - 1)
+        self.count(stats.JOINED_PARTS, len(state["parts"]) - 1)
         title = html.escape(state["title"] or "")
         doc = (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head>'
                f'<body><article>\n' + "\n".join(state["fragments"]) +

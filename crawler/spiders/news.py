@@ -16,6 +16,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
+from crawler import stats
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
 from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, root_of, split_argument, unique,
                                    yes_no)
@@ -96,7 +97,7 @@ class NewsSpider(PageSpider):
         if self.is_article(response, root, target):
             yield self.make_item(response, target.site, profile=target.hint() if target.body else None)
         else:
-            self.count("list_pages")
+            self.count(stats.LIST_PAGES)
         yield from self.follow(response, target)
 
     def is_article(self, response: TextResponse, root, target: SiteProfile) -> bool:
@@ -157,7 +158,7 @@ class NewsSpider(PageSpider):
         except Exception as exc:  # lxml raises several types on garbage
             self.fail(response.url, "bad_sitemap", str(exc)[:100])
             return
-        self.count("sitemaps")
+        self.count(stats.SITEMAPS)
         for entry in sitemap:
             url = entry.get("loc", "")
             if sitemap.type == "sitemapindex":
@@ -170,7 +171,7 @@ class NewsSpider(PageSpider):
         target = self.by_name[site]
         if not isinstance(response, TextResponse):
             return
-        self.count("feeds")
+        self.count(stats.FEEDS)
         sel = scrapy.Selector(response, type="xml")
         urls = sel.xpath("//*[local-name()='item']/*[local-name()='link']/text()").getall()
         urls += sel.xpath("//*[local-name()='entry']/*[local-name()='link']"

@@ -11,8 +11,9 @@ import pytest
 
 from admin import create_app
 from admin.auth import add_user
+from benchmarks.shared_data import FICTION_FILE
 
-DATA = Path("/work/shared/data/fiction_classics_dev.jsonl")
+DATA = FICTION_FILE
 PASSWORD = "correct horse battery"
 XSS_TITLE = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 XSS_TEXT = ('广告<script>window.__xss=5</script>正文 <img src=x onerror="window.__xss=6"> '

@@ -63,9 +63,9 @@ def test_encodings_come_out_right(crawled, sites):
 
 
 def test_bad_pages_fail_with_reasons(crawled):
-    """Navigation-only, soft 404, redirect loop, binary, real 404 and robots.txt: each counted once."""
+    """Navigation-only (a list page), soft 404, redirect loop, binary, real 404 and robots.txt: each counted once."""
     _, x_result, _ = crawled
-    assert x_result.failed == {"no_article_body": 1, "soft_404": 1, "redirect_loop": 1, "binary": 1,
+    assert x_result.failed == {"list_page": 1, "soft_404": 1, "redirect_loop": 1, "binary": 1,
                                "http_404": 1, "robots_txt": 1}
     assert x_result.counts["stored"] == 5
     assert x_result.counts.get("dropped/exact", 0) == 0 and x_result.counts.get("dropped/near", 0) == 0

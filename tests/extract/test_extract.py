@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from extract.article import NotArticle, extract
+from benchmarks.shared_data import HTML_DIR
 from extract.boilerplate import clean_lines, clean_text
 from extract.encoding import choose_encoding, decode
 from pipelines.extract import ExtractPipeline
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = Path("/work/shared/data/html_zh")
+DATA = HTML_DIR
 
 # Real article paragraphs (from tests_163_1 / tests_thepaper_1 gold bodies).
 P1 = ("2019年，龙湖集团即将迎来赴港上市10周年。十年前带领龙湖集团成功赴港上市并跻身内地女首富的吴亚军，"

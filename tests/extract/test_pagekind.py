@@ -5,6 +5,7 @@ import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
+from benchmarks.shared_data import HTML_DIR
 from extract import pagekind
 from extract.dom import densest_block
 from extract.sniff import binary_kind, binary_reason
@@ -136,7 +137,7 @@ def test_headline_teaser_list_is_a_list_page():
 @pytest.mark.parametrize("name", ["test_list_page_163_2", "test_list_page_netease_forum_1"])
 def test_real_list_pages_are_still_list_pages(name):
     from pathlib import Path
-    raw = (Path("/work/shared/data/html_zh/gne") / f"{name}.html").read_bytes()
+    raw = ((HTML_DIR / "gne") / f"{name}.html").read_bytes()
     page = HtmlResponse("https://news.163.com/", body=raw, request=Request("https://news.163.com/"))
     assert not pagekind.page_shape(page.selector.root).is_article(url_hint=True)
 
@@ -146,7 +147,7 @@ def test_spider_reads_mis_declared_utf8_with_extractions_decoder():
     from pathlib import Path
 
     from crawler.spiders.base import root_of
-    raw = (Path("/work/shared/data/html_zh/gne") / "tests_people_1.html").read_bytes()
+    raw = ((HTML_DIR / "gne") / "tests_people_1.html").read_bytes()
     page = HtmlResponse("http://culture.people.com.cn/n1/2019/0906/c1.html", body=raw,
                         request=Request("http://culture.people.com.cn/n1/2019/0906/c1.html"))
     assert "纸上得来终觉浅" in root_of(page).text_content()

@@ -5,9 +5,10 @@ from pathlib import Path
 import opencc
 import pytest
 
+from benchmarks.shared_data import FICTION_FILE
 from storage.sources import SourceLibrary
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "fiction_classics_dev.jsonl"
+DATA = FICTION_FILE
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,16 @@ The selection file is the record of the hand decisions; this script only replays
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from dom_dump import lines_of, load
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from benchmarks.shared_data import HTML_DIR  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
-PAGES = Path("/work/shared/data/html_zh/gne")
+PAGES = HTML_DIR / "gne"
 
 
 def parse_ranges(spec: str) -> list[int]:
