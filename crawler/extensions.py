@@ -11,7 +11,7 @@ from typing import Any
 from itemadapter import ItemAdapter
 from scrapy import signals
 
-from crawler import stats
+from pipelines import stats
 from pipelines.drops import DuplicateItem
 
 logger = logging.getLogger(__name__)

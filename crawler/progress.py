@@ -17,7 +17,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler import stats as names
+from pipelines import stats as names
 
 logger = logging.getLogger(__name__)
 TERMINAL_INTERVAL = 5.0

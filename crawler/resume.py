@@ -40,7 +40,7 @@ from scrapy.http import Request
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import request_from_dict
 
-from crawler import stats
+from pipelines import stats
 
 logger = logging.getLogger(__name__)
 JOURNAL = "frontier.journal"

@@ -8,7 +8,7 @@ from typing import Any, Callable, TypeVar
 
 from scrapy import signals
 
-from crawler import stats
+from pipelines import stats
 from pipelines.params import dedup_params
 
 logger = logging.getLogger(__name__)

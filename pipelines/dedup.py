@@ -5,8 +5,8 @@ from typing import Any
 
 from itemadapter import ItemAdapter
 
-from crawler import stats as st
 from fingerprint.neardup import DedupDoc, DedupEngine, Verdict, publish_date
+from pipelines import stats as st
 from pipelines._store import run_blocking, store_for
 from pipelines.drops import DuplicateItem
 from pipelines.params import dedup_params

@@ -9,7 +9,7 @@ from typing import Any
 from itemadapter import ItemAdapter
 from scrapy import signals
 
-from crawler import stats
+from pipelines import stats
 from pipelines.drops import SkippedItem
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,6 @@ class FingerprintPipeline:
         return item
 
     def _inc(self, key: str) -> None:
-        """Increment a stat (crawler.stats names)."""
+        """Increment a stat (pipelines.stats names)."""
         if self.stats is not None:
             self.stats.inc_value(key)

@@ -9,7 +9,7 @@ from typing import Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
-from crawler import stats
+from pipelines import stats
 from pipelines._store import run_blocking, store_for
 from storage.sources import SourceLibrary
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from itemadapter import ItemAdapter
 
-from crawler import stats
+from pipelines import stats
 from pipelines._store import run_blocking, store_for
 
 # Item fields that are transport only, never stored.

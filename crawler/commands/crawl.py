@@ -17,9 +17,9 @@ from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefused
                                DownloadTimeoutError)
 from scrapy.spiderloader import get_spider_loader
 
-from crawler import stats as names
 from crawler.siteprofiles import ProfileError
 from crawler.spiders.base import PageSpider, SpiderArgumentError
+from pipelines import stats as names
 
 logger = logging.getLogger(__name__)
 FAILED_EXIT = 1

@@ -18,9 +18,9 @@ from extract.dom import load
 from extract.encoding import choose_encoding
 from extract.sniff import binary_kind
 
-from crawler import stats
 from crawler.items import PageItem, header_dict, utc_now
 from crawler.urls import canonical_url, host_key, page_canonical_url, page_id, strip_tracking
+from pipelines import stats
 
 SCRAPY_ARGUMENTS = {"name", "_job"}  # spider arguments Scrapy and scrapyd pass themselves
 YES_NO = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}

@@ -15,12 +15,12 @@ from lxml import html as lxml_html
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawler import stats
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
 from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, failure_reason, root_of,
                                    split_argument)
 from crawler.urls import canonical_url, host_key, page_canonical_url
 from extract.dom import densest_block
+from pipelines import stats
 
 CHAPTER_TEXT = re.compile(r"^\s*(第\s*[0-9０-９零〇一二三四五六七八九十百千两兩]+\s*[章回节節卷集篇话話]|"
                           r"(chapter|ch\.?)\s*\d+|序章|楔子|引子|尾声|尾聲|番外)", re.I)

@@ -16,12 +16,12 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
-from crawler import stats
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
 from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, root_of, split_argument, unique,
                                    yes_no)
 from crawler.urls import host_key, strip_tracking
 from extract import pagekind
+from pipelines import stats
 
 FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/feed+xml", "text/xml")
 
