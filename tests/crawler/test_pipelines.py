@@ -151,3 +151,34 @@ def test_a_copy_published_earlier_becomes_the_original(store, store_config):
     third = store.duplicates.find_one({"url": "http://third.example/1.html"})
     assert third["original_id"] == early["page_id"]
     assert crawler.stats.get_value("zhdedup/replaced_original") == 1
+
+
+@pytest.mark.parametrize("k", range(7))
+def test_the_crawl_serves_every_k_exactly(store, store_config, k):
+    """Through DedupPipeline (the crawl's path): a page k bits away is a copy, k+1 bits away is new."""
+    import hashlib
+
+    from pipelines.drops import DuplicateItem
+
+    crawler = crawler_for(store_config, ZHDEDUP_SIMHASH_K=k, ZHDEDUP_PASSAGES=False)
+    crawler.stats.open_spider()
+    dedup = DedupPipeline.from_crawler(crawler)
+    base = 0x5A5A_1234_F0F0_0F0F
+
+    def fp_item(n: int, bits: int, offset: int) -> dict:
+        # bits spread over the whole fingerprint: four fixed 16-bit blocks would miss every k >= 4
+        simhash = base ^ sum(1 << ((offset + 64 * i // bits) % 64) for i in range(bits))
+        return {**item(f"http://k.example/{n}.html", f"文本{n}"), "simhash": simhash,
+                "content_hash": hashlib.md5(f"k{n}".encode()).hexdigest(), "sketch": []}
+
+    async def scenario():
+        await dedup.process_item(fp_item(1, 0, 0))
+        kept = await dedup.process_item(fp_item(2, k + 1, 3))   # k+1 bits from page 1
+        with pytest.raises(DuplicateItem) as dropped:
+            await dedup.process_item(fp_item(3, k, 5))          # k bits from page 1, 2k+1 from page 2
+        return kept, dropped.value
+
+    kept, dropped = asyncio.run(scenario())
+    assert kept["dedup"]["kind"] == "new"
+    assert (dropped.kind, dropped.distance) == ("near", k)
+    assert dedup.store.index.k == k

@@ -86,3 +86,16 @@ def test_progress_line_counts_from_the_stats():
     assert line.startswith("progress: fetched 10 (") and "stored 6, duplicates 3, matches 1, failed 3" in line
     assert line.endswith("queued 4, in flight 2")
     assert auto_interval(0, True) == 5 and auto_interval(0, False) == 30 and auto_interval(2, True) == 2
+
+
+@pytest.mark.parametrize("k", ["9", "-1", "three"])
+def test_a_simhash_k_the_index_cannot_serve_is_refused_before_anything_starts(tmp_path, k):
+    """k is served exactly (0..8) or the crawl stops at start: never a silently approximate dedup."""
+    var = tmp_path / "var"
+    proc = scrapy_crawl("news", {"start_urls": "http://127.0.0.1:9/"}, {"ZHDEDUP_SIMHASH_K": k},
+                        env={"ZHDEDUP_VAR": str(var)}, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    critical = [line for line in proc.stderr.splitlines() if "CRITICAL" in line]
+    assert len(critical) == 1 and "bad dedup setting" in critical[0], proc.stderr[-2000:]
+    assert not var.exists(), "no server was started and nothing fetched"
