@@ -14,7 +14,7 @@ Pages (labels in brackets):
 
 Decisions measured, each with the current code and the code at benchmarks.baseline_git.BASELINE (loaded
 from git history in the same run):
-- spider: NewsSpider.is_article on the page (auto mode, as for ``-a start_urls``), the real spider method;
+- spider: NewsSpider.page_kind on the page (auto mode, as for ``-a start_urls``), the real spider method;
 - extract: extract() returns a body (NotArticle / NoBody = not an article);
 - stored: both (the page reaches storage).
 Goal (issue 15): precision and recall of "article" >= 0.99 for "stored".  The baseline's spider figures
@@ -173,7 +173,7 @@ def generated(n: int, seed: int = 15) -> list[tuple[str, str, bytes, bool]]:
 
 @contextmanager
 def spider_pagekind(module) -> Iterator[None]:
-    """Run the real NewsSpider.is_article with another pagekind module (the baseline's)."""
+    """Run the real NewsSpider.page_kind with another pagekind module (the baseline's)."""
     saved = news_module.pagekind
     news_module.pagekind = module
     try:
@@ -183,11 +183,11 @@ def spider_pagekind(module) -> Iterator[None]:
 
 
 def spider_says_article(spider: NewsSpider, url: str, raw: bytes) -> bool:
-    """NewsSpider.is_article on an HtmlResponse of the page (auto target, as with -a start_urls)."""
+    """NewsSpider.page_kind on an HtmlResponse of the page (auto target, as with -a start_urls)."""
     url = url or "http://127.0.0.1:8000/page.html"
     response = HtmlResponse(url, body=raw, request=Request(url))
     target = profile_from_dict({"name": "bench", "start_urls": [url]}, "start_urls")
-    return spider.is_article(response, root_of(response), target)
+    return spider.page_kind(response, root_of(response), target)[0] == "article"
 
 
 def extractor(fn: Callable, exc: type) -> Callable[[str, bytes], bool]:

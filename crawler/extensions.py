@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 from itemadapter import ItemAdapter
 from scrapy import signals
+from scrapy.exceptions import DropItem
 
 from pipelines import stats
-from pipelines.drops import DuplicateItem
+from pipelines.drops import DuplicateItem, SkippedItem, reason_of
 
 logger = logging.getLogger(__name__)
 REPORT_MAX = 100_000   # kept/dropped entries listed in the report; beyond that only counted (bounded memory)
@@ -20,8 +20,7 @@ REPORT_MAX = 100_000   # kept/dropped entries listed in the report; beyond that 
 
 def reason_key(message: str) -> str:
     """A stats-friendly slug of a DropItem message: 'no article body: 404 page' -> 'no_article_body'."""
-    head = message.split(":", 1)[0].strip().lower()
-    return re.sub(r"[^a-z0-9]+", "_", head).strip("_")[:40] or "dropped"
+    return reason_of(DropItem(message))
 
 
 class CrawlSummary:
@@ -66,8 +65,10 @@ class CrawlSummary:
         """Duplicates are counted by DedupPipeline; everything else is a failure with a reason."""
         message = str(exception or "dropped")
         duplicate = isinstance(exception, DuplicateItem)
-        if not duplicate:
-            self.stats.inc_value(stats.failed(getattr(exception, "reason", None) or reason_key(message)))
+        if isinstance(exception, SkippedItem):
+            self.stats.inc_value(stats.skipped(exception.reason))
+        elif not duplicate:
+            self.stats.inc_value(stats.failed(reason_of(exception)))
         if self.report_path and self._room("dropped"):
             entry = {"url": ItemAdapter(item).get("url"), "reason": message}
             if duplicate:
@@ -102,23 +103,34 @@ class CrawlSummary:
                  f"  candidate pages      {get(stats.ITEMS, 0)}",
                  f"  extracted            {get(stats.EXTRACTED, 0)}",
                  f"  stored               {get(stats.STORED, 0)}",
+                 f"  unchanged (re-crawl) {get(stats.UNCHANGED, 0)}",
                  f"  dropped, exact dup   {get(stats.dropped('exact'), 0)}",
                  f"  dropped, near dup    {get(stats.dropped('near'), 0)}",
                  f"  dropped, passages    {get(stats.dropped('passages'), 0)}",
                  f"  matched to sources   {get(stats.MATCHED, 0)}"]
         failed = stats.failures(self.stats)
-        lines.append(f"  failed               {sum(failed.values())}")
-        lines += [f"    {name:<22} {count}" for name, count in sorted(failed.items())]
+        skipped = stats.failures(self.stats, stats.SKIPPED_PREFIX)
+        for title, counts in (("skipped", skipped), ("failed", failed)):
+            lines.append(f"  {title:<20} {sum(counts.values())}")
+            lines += [f"    {name:<22} {count}" for name, count in sorted(counts.items())]
+        lines += self._limit_lines()
         logger.info("\n".join(lines))
         if self.report_path:
-            self.write_report(spider.name, reason, failed)
+            self.write_report(spider.name, reason, failed, skipped)
 
-    def write_report(self, spider: str, reason: str, failed: dict) -> None:
+    def _limit_lines(self) -> list[str]:
+        """How many URLs each crawl limit cut, with the setting that sets it (nothing cut: no line)."""
+        settings = self.crawler.settings
+        cut = {"DEPTH_LIMIT": self.stats.get_value(stats.skipped("depth_limit"), 0),
+               "DOWNLOAD_MAXSIZE": self.stats.get_value(stats.failed("too_large"), 0)}
+        return [f"  cut by {name}={settings.get(name)}: {n} URL(s)" for name, n in cut.items() if n]
+
+    def write_report(self, spider: str, reason: str, failed: dict, skipped: dict) -> None:
         """JSON report: counts, kept pages, dropped pages with reasons (written atomically)."""
         counts = stats.ours(self.stats)
         data = {"spider": spider, "finish_reason": reason, "elapsed_seconds": time.monotonic() - self.started,
                 "responses": self.stats.get_value("response_received_count", 0),
-                "counts": counts, "failed": failed,
+                "counts": counts, "failed": failed, "skipped": skipped,
                 "kept": self.kept, "dropped": self.dropped, "left_out": self.left_out}
         path = Path(self.report_path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -492,6 +492,5 @@ class ResumeAddon:
             return
         if not distributed:
             settings.set("SCHEDULER", "crawler.resume.ResumableScheduler", priority="addon")
-        mws = dict(settings.getdict("SPIDER_MIDDLEWARES"))
-        mws.setdefault("crawler.resume.ResumeMiddleware", 10)
-        settings.set("SPIDER_MIDDLEWARES", mws, priority="addon")
+        # whatever priority the project's SPIDER_MIDDLEWARES has (a plain set at "addon" would lose to it)
+        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", ResumeMiddleware, 10)

@@ -85,7 +85,11 @@ ITEM_PIPELINES = {
     "pipelines.dedup.DedupPipeline": 300,
     "pipelines.store.StorePipeline": 500,
 }
+# Scrapy's depth limit, but links it cuts are counted and recorded as skipped (depth_limit)
+SPIDER_MIDDLEWARES = {"scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+                      "crawler.middlewares.RecordedDepthMiddleware": 900}
 EXTENSIONS = {
+    "crawler.outcomes.OutcomeRecorder": 490,   # one outcome per URL, per run, in the store
     "crawler.extensions.CrawlSummary": 500,
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
     "crawler.progress.CrawlProgress": 520,    # a line of running counts every few seconds
@@ -93,6 +97,7 @@ EXTENSIONS = {
 ZHDEDUP_PROGRESS_ENABLED = True
 ZHDEDUP_PROGRESS_INTERVAL = 0   # seconds between progress lines; 0 = 5 s on a terminal, 30 s in a log file
 ZHDEDUP_LOG_STORED = False      # True: an INFO line per stored page (new matches are always logged)
+ZHDEDUP_OUTCOMES = True         # record stored / unchanged / duplicate / skipped / failed per URL and run
 ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k (0..8) between 64-bit SimHashes;
                                 # the Redis index's block layout follows k (a change rebuilds it)
 ZHDEDUP_PASSAGES = True         # third dedup step: pages sharing passages that cover >= the coverage below

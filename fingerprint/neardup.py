@@ -111,7 +111,7 @@ class DedupDoc:
 class IndexHit:
     """What an index's check-and-insert found: kind "new" | "exact" | "near", the original, the distance."""
 
-    kind: str
+    kind: str              # "unchanged": the page itself, same text, kept before (a re-crawl)
     original: str | None = None
     distance: int = 0
     spooled: bool = False  # the index was unreachable: the page is kept unchecked and the check waits in a spool
@@ -121,7 +121,7 @@ class IndexHit:
 class Verdict:
     """new (possibly replacing a later-published original), or a duplicate of `original` found by `method`."""
 
-    kind: str                      # "new" | "exact" | "near"
+    kind: str                      # "new" | "exact" | "near" | "unchanged" (this very page, kept before)
     original: str | None = None
     method: str | None = None      # "exact" | "simhash" | "passages"
     distance: int | None = None    # SimHash bits (exact: 0); None for passages
@@ -132,7 +132,7 @@ class Verdict:
     @property
     def is_duplicate(self) -> bool:
         """True for exact and near duplicates."""
-        return self.kind != "new"
+        return self.kind in ("exact", "near")
 
 
 class DedupIndex(Protocol):
@@ -171,6 +171,8 @@ class DedupEngine:
     def decide(self, doc: DedupDoc) -> Verdict:
         """Exact -> SimHash -> passages; a copy published before its original takes its place."""
         hit = self.index.check_and_insert(doc)
+        if hit.kind == "unchanged":
+            return Verdict("unchanged", doc.page_id)
         if hit.kind == "exact":
             verdict = Verdict("exact", hit.original, "exact", 0, 1.0)
         elif hit.kind == "near":
@@ -228,7 +230,9 @@ class MemoryDedupIndex:
     def check_and_insert(self, doc: DedupDoc) -> IndexHit:
         """Exact, then nearest within k; insert when new."""
         owner = self.exact.get(doc.content_hash)
-        if owner is not None and owner != doc.page_id:
+        if owner == doc.page_id:
+            return IndexHit("unchanged", owner)
+        if owner is not None:
             return IndexHit("exact", owner)
         near = self.simhashes.nearest(doc.simhash, self.k)
         if near is not None and near[0] != doc.page_id:

@@ -25,13 +25,32 @@ def store_for(crawler) -> Any:
     return holder.store
 
 
+def _holder(crawler) -> "_StoreHolder":
+    store_for(crawler)
+    return getattr(crawler, _ATTR)
+
+
 def run_blocking(crawler, fn: Callable[..., T], *args: Any, **kwargs: Any) -> "asyncio.Future[T]":
     """Run a blocking store call in the store's I/O threads, so the reactor keeps downloading."""
+    return asyncio.get_running_loop().run_in_executor(_holder(crawler).executor, lambda: fn(*args, **kwargs))
+
+
+def submit(crawler, fn: Callable[..., T], *args: Any, wait: bool = False) -> None:
+    """Hand a blocking store call to the store's I/O threads from a signal handler (no event loop needed);
+    with wait, return once it has run (in this thread when the threads are already shut down)."""
+    try:
+        future = _holder(crawler).executor.submit(fn, *args)
+    except RuntimeError:  # executor shut down: the crawl is closing
+        fn(*args)
+        return
+    if wait:
+        future.result()
+
+
+def run_id_of(crawler) -> str | None:
+    """The id of this crawler's run record (None before the spider opened, or when it could not be written)."""
     holder = getattr(crawler, _ATTR, None)
-    if holder is None:
-        store_for(crawler)
-        holder = getattr(crawler, _ATTR)
-    return asyncio.get_running_loop().run_in_executor(holder.executor, lambda: fn(*args, **kwargs))
+    return holder.run_id if holder is not None else None
 
 
 def stat_counts(crawler) -> dict[str, Any]:

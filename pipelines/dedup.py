@@ -39,7 +39,7 @@ class DedupPipeline:
                        tuple(a.get("sketch") or ()), publish_date(a.get("published")), a.get("url"))
         verdict, original_url = await run_blocking(self.crawler, self._decide, doc, a)
         if not verdict.is_duplicate:
-            a["dedup"] = {"kind": "new", "spooled": verdict.spooled}
+            a["dedup"] = {"kind": "unchanged" if verdict.kind == "unchanged" else "new", "spooled": verdict.spooled}
             if verdict.replaced:
                 a["dedup"]["replaced"] = verdict.replaced
                 self.stats.inc_value(st.REPLACED_ORIGINAL)

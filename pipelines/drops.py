@@ -1,6 +1,8 @@
 """Typed drops: why an item left the pipelines, as data (kind, reason) and as a message a person reads."""
 from __future__ import annotations
 
+import re
+
 from scrapy.exceptions import DropItem
 
 
@@ -26,3 +28,12 @@ class SkippedItem(DropItem):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+def reason_of(exception: BaseException | None) -> str:
+    """The reason slug of a drop: a typed drop's own, else the message's head ('no text: x' -> 'no_text')."""
+    reason = getattr(exception, "reason", None) or getattr(exception, "kind", None)
+    if reason:
+        return str(reason)
+    head = str(exception or "dropped").split(":", 1)[0].strip().lower()
+    return re.sub(r"[^a-z0-9]+", "_", head).strip("_")[:40] or "dropped"

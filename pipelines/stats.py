@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 PREFIX = "zhdedup"
-FETCHED = f"{PREFIX}/fetched"
+FETCHED = f"{PREFIX}/fetched"                  # responses the spiders received
+FETCH_FAILED = f"{PREFIX}/fetch_failed"        # requests that ended without a usable response (errbacks)
 ITEMS = f"{PREFIX}/items"
 EXTRACTED = f"{PREFIX}/extracted"
 STORED = f"{PREFIX}/stored"
+UNCHANGED = f"{PREFIX}/unchanged"               # re-crawled pages already stored with the same text
 MATCHED = f"{PREFIX}/matched"                      # pages with at least one match
 MATCHES = f"{PREFIX}/matches"                      # match records
 MATCHES_LICENSED = f"{PREFIX}/matches_licensed"    # matches of a source licensed to the page's site
@@ -36,7 +38,18 @@ def failed(reason: str) -> str:
     return f"{PREFIX}/failed/{reason}"
 
 
+def skipped(reason: str) -> str:
+    """Pages left out on purpose, by a reason slug (list_page, soft_404, binary, robots_txt, depth_limit...)."""
+    return f"{PREFIX}/skipped/{reason}"
+
+
+def outcome(name: str) -> str:
+    """URLs by their final outcome (crawler.outcomes): stored, unchanged, duplicate, skipped, failed."""
+    return f"{PREFIX}/outcome/{name}"
+
+
 FAILED_PREFIX = failed("")
+SKIPPED_PREFIX = skipped("")
 
 
 def ours(stats: Any) -> dict[str, Any]:
@@ -45,7 +58,7 @@ def ours(stats: Any) -> dict[str, Any]:
     return {k[len(head):]: v for k, v in stats.get_stats().items() if k.startswith(head)}
 
 
-def failures(stats: Any) -> dict[str, int]:
-    """Failure counts by reason (numbers only)."""
-    return {k[len(FAILED_PREFIX):]: v for k, v in stats.get_stats().items()
-            if k.startswith(FAILED_PREFIX) and isinstance(v, (int, float))}
+def failures(stats: Any, prefix: str = FAILED_PREFIX) -> dict[str, int]:
+    """Failure (or, with SKIPPED_PREFIX, skip) counts by reason (numbers only)."""
+    return {k[len(prefix):]: v for k, v in stats.get_stats().items()
+            if k.startswith(prefix) and isinstance(v, (int, float))}

@@ -1,4 +1,6 @@
-"""python -m storage status [--json] | stop | start | rebuild-index | purge --site S | --url U | --before DATE."""
+"""python -m storage status [--json] | stop | start | rebuild-index | replay-spool | purge --site S | --url U |
+--before DATE | outcomes [--run ID] [--outcome O] [--reason R] [--url U] | pages [--site S] [--since D] |
+duplicates [--of PAGE|URL]."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +12,7 @@ from typing import Any
 
 from fingerprint.cliparser import OneLineParser
 
+from . import listing
 from . import servers as srv
 from .config import StoreConfig
 from .errors import StorageError
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     pg.add_argument("--site", help="pages of this site (as stored: the profile name or host)")
     pg.add_argument("--url", help="the page with this URL")
     pg.add_argument("--before", help="YYYY-MM-DD: pages fetched before this date")
+    listing.add_commands(sub)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     config = StoreConfig.from_env()
@@ -122,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(store.replay_spool()))
             elif args.cmd == "purge":
                 print(json.dumps(store.purge(site=args.site, url=args.url, before=args.before)))
+            elif args.cmd in listing.COLUMNS:
+                code = listing.run(store, args)
+                sys.stdout.flush()
+                return code
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
         return 0
     except (StorageError, ValueError) as e:

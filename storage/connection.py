@@ -62,6 +62,7 @@ class Connection:
         self.sources = self.db["sources"]
         self.matches = self.db["matches"]
         self.runs = self.db["runs"]
+        self.outcomes = self.db["outcomes"]
 
     def _connect_redis(self) -> None:
         t = self.config.timeout_seconds

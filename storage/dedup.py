@@ -31,8 +31,8 @@ class DedupStore(Connection):
             except StorageUnavailable:
                 self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
                 return DedupResult("new", spooled=True)
-            if res.original_id == page_id:  # re-check of a page already indexed (resume, replay)
-                return DedupResult("new")
+            if res.original_id == page_id:  # re-check of a page already indexed (re-crawl, resume, replay)
+                return DedupResult("unchanged" if res.kind == "exact" else "new")
             if res.kind == "exact" and res.original_id is None:
                 return self._exact_owner(res, content_hash)
             if not (res.is_duplicate and self._is_phantom(res.original_id)):

@@ -31,7 +31,7 @@ class RedisDedupIndex:
     def check_and_insert(self, doc: DedupDoc) -> IndexHit:
         """Exact, then SimHash within k (one Redis round trip); a new page is remembered for its copies."""
         res = self.store.check_and_insert(doc.page_id, doc.content_hash, doc.simhash)
-        if res.kind == "new":
+        if res.kind in ("new", "unchanged"):
             self._remember(doc)
         return IndexHit(res.kind, res.original_id, int(res.distance), bool(res.spooled))
 

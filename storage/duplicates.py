@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from .connection import Connection
 from .documents import check_keys, check_text, fit_bson
@@ -33,6 +33,31 @@ class DuplicateStore(Connection):
             self._retry("mongo", self.duplicates.update_one, {"url": d["url"]}, {"$set": d}, upsert=True)
         except StorageUnavailable:
             self._spool("record_duplicate", doc=d)
+
+    def cluster_of(self, key: str) -> dict | None:
+        """The cluster a page belongs to: its original (by page id, URL, or the URL of one of its copies)
+        and every recorded copy with how it was found. None when nothing is known of it."""
+        ids = any_id_form([key])
+        page = self._retry("mongo", self.pages.find_one, {"$or": [{"_id": {"$in": ids}}, {"url": key}]},
+                           {"url": 1, "title": 1, "site": 1})
+        if page is None:
+            copy = self._retry("mongo", self.duplicates.find_one, {"url": key}, {"original_id": 1, "original_url": 1})
+            if copy is None:
+                return None
+            page = self._retry("mongo", self.pages.find_one, {"_id": {"$in": any_id_form([copy["original_id"]])}},
+                               {"url": 1, "title": 1, "site": 1}) or {"_id": copy["original_id"],
+                                                                       "url": copy.get("original_url")}
+        copies = self.duplicates.find({"original_id": str(page["_id"])}, {"_id": 0}).sort("fetched", 1)
+        return {"original": {"id": str(page["_id"]), "url": page.get("url"), "title": page.get("title"),
+                             "site": page.get("site")},
+                "copies": [{k: d.get(k) for k in ("url", "method", "distance", "coverage", "site", "fetched")}
+                           for d in self._retry("mongo", list, copies)]}
+
+    def find_duplicates(self, limit: int = 0) -> Iterator[dict]:
+        """Recorded copies, oldest first: url, original_url, method, distance or coverage."""
+        fields = {"_id": 0, "url": 1, "original_url": 1, "original_id": 1, "method": 1, "distance": 1,
+                  "coverage": 1, "site": 1, "fetched": 1}
+        yield from self.duplicates.find({}, fields).sort([("fetched", 1), ("url", 1)]).limit(max(0, int(limit)))
 
     def duplicate_clusters(self, q: str = "", page: int = 1, per_page: int = 20) -> tuple[list[dict], bool]:
         """Near-duplicate clusters (each original with its copies and distances), newest first; and

@@ -172,6 +172,8 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                 self._retry("mongo", self._save_page, doc)
         elif op == "record_duplicate":
             self._retry("mongo", self.duplicates.update_one, {"url": a["doc"]["url"]}, {"$set": a["doc"]}, upsert=True)
+        elif op == "record_outcomes":
+            self._retry("mongo", self.outcomes.insert_many, a["records"], ordered=False)
         elif op == "start_run":
             self._retry("mongo", self.runs.replace_one, {"_id": a["doc"]["_id"]}, a["doc"], upsert=True)
         elif op == "finish_run":

@@ -2,7 +2,7 @@
 copy to original (replace_original)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import redis
 from pymongo.errors import DuplicateKeyError
@@ -83,6 +83,17 @@ class PageStore(DuplicateStore):
     def page_by_url(self, url: str) -> dict | None:
         """One page by URL, or None."""
         return out(self._retry("mongo", self.pages.find_one, {"url": url}))
+
+    def find_pages(self, site: str | None = None, since: Any = None, limit: int = 0) -> Iterator[dict]:
+        """Stored pages (without their text), oldest fetch first, of one site and/or fetched since a date."""
+        q: dict[str, Any] = {}
+        if site:
+            q["site"] = site
+        if since is not None:
+            q["fetched"] = {"$gte": to_date(since)}
+        fields = {"url": 1, "site": 1, "title": 1, "fetched": 1, "published": 1, "spider": 1}
+        for doc in self.pages.find(q, fields).sort([("fetched", 1), ("_id", 1)]).limit(max(0, int(limit))):
+            yield out(doc)
 
     def page_texts(self, page_ids: list[Any]) -> dict[str, str]:
         """Texts of many stored pages in one query, keyed by str(id) (evidence exports)."""

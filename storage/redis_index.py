@@ -163,7 +163,7 @@ class DedupResult:
     @property
     def is_duplicate(self) -> bool:
         """True for exact and near duplicates."""
-        return self.kind != "new"
+        return self.kind in ("exact", "near")
 
 
 class SimHashIndex:

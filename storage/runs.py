@@ -1,14 +1,18 @@
-"""RunStore: one record per crawl (collection `runs`): when it started and ended, and its counts."""
+"""RunStore: one record per crawl (collection `runs`) and what became of every URL it touched (`outcomes`)."""
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 from .connection import Connection
-from .documents import out
-from .errors import StorageUnavailable
-from .schema import new_id, now, to_oid
+from .documents import check_text, fit_bson, out
+from .errors import BadDocument, StorageUnavailable
+from .schema import OUTCOMES, new_id, now, to_date, to_oid
+
+OUTCOME_FIELDS = ("url", "outcome", "reason", "detail", "original_url", "method", "fetched", "at", "spider")
 
 
 class RunStore(Connection):
-    """Start, finish and list crawl runs; writes are spooled while MongoDB is away."""
+    """Start, finish and list crawl runs and their per-URL outcomes; writes are spooled while MongoDB is away."""
 
     def start_run(self, spider: str) -> str:
         """Record the start of a crawl; returns the run id."""
@@ -31,3 +35,51 @@ class RunStore(Connection):
     def list_runs(self, limit: int = 50) -> list[dict]:
         """Most recent crawl runs first (the admin dashboard's table)."""
         return [out(d) for d in self._retry("mongo", list, self.runs.find().sort("started", -1).limit(limit))]
+
+    def latest_run(self) -> dict | None:
+        """The most recently started crawl run, or None."""
+        runs = self.list_runs(1)
+        return runs[0] if runs else None
+
+    def record_outcomes(self, run_id: str, records: list[dict]) -> int:
+        """Append what became of a batch of URLs (stored, unchanged, duplicate, skipped, failed) to a run."""
+        docs = [_outcome_doc(run_id, r) for r in records]
+        if not docs:
+            return 0
+        try:
+            self._retry("mongo", self.outcomes.insert_many, docs, ordered=False)
+        except StorageUnavailable:
+            self._spool("record_outcomes", run_id=run_id, records=docs)
+        return len(docs)
+
+    def find_outcomes(self, run_id: str | None = None, outcome: str | None = None, reason: str | None = None,
+                      url: str | None = None, limit: int = 0) -> Iterator[dict]:
+        """Outcomes in the order they were recorded, filtered by run, outcome, reason and URL."""
+        q: dict[str, Any] = {}
+        for field, value in (("run", run_id), ("outcome", outcome), ("reason", reason), ("url", url)):
+            if value:
+                q[field] = str(value)
+        yield from self.outcomes.find(q, {"_id": 0}).sort([("at", 1), ("_id", 1)]).limit(max(0, int(limit)))
+
+    def outcome_counts(self, run_id: str) -> dict[str, dict[str, int]]:
+        """{outcome: {reason: count}} of one run."""
+        pipeline = [{"$match": {"run": str(run_id)}},
+                    {"$group": {"_id": {"o": "$outcome", "r": "$reason"}, "n": {"$sum": 1}}}]
+        counts: dict[str, dict[str, int]] = {}
+        for row in self._retry("mongo", list, self.outcomes.aggregate(pipeline)):
+            counts.setdefault(row["_id"]["o"], {})[row["_id"].get("r") or ""] = row["n"]
+        return counts
+
+
+def _outcome_doc(run_id: str, record: dict) -> dict:
+    """One outcome as stored: known fields only, a valid outcome, text that MongoDB can hold."""
+    if record.get("outcome") not in OUTCOMES:
+        raise BadDocument(f"outcome must be one of {OUTCOMES}, not {record.get('outcome')!r}")
+    if not record.get("url"):
+        raise BadDocument("an outcome needs a 'url'")
+    doc = {k: record[k] for k in OUTCOME_FIELDS if record.get(k) is not None}
+    doc["run"] = str(run_id)
+    doc["reason"] = str(record.get("reason") or "")
+    doc["at"] = to_date(doc["at"]) if doc.get("at") else now()
+    check_text(doc, ("url", "reason", "detail", "original_url"))
+    return fit_bson(doc, "detail")

@@ -31,7 +31,10 @@ INDEXES: dict[str, list[tuple[Any, bool]]] = {
                 ([("score", DESC)], False), ([("status", ASC), ("score", DESC)], False),
                 ([("site", ASC), ("score", DESC)], False), ([("source_id", ASC), ("score", DESC)], False)],
     "runs": [([("spider", ASC), ("started", DESC)], False), ([("started", DESC)], False)],
+    # what became of every URL a crawl touched: listed by run, outcome and reason, or looked up by URL
+    "outcomes": [([("run", ASC), ("outcome", ASC), ("reason", ASC)], False), ([("url", ASC), ("at", DESC)], False)],
 }
+OUTCOMES = ("stored", "unchanged", "duplicate", "skipped", "failed")
 
 
 def ensure_indexes(db: Any) -> None:

@@ -19,6 +19,7 @@ from extract.encoding import choose_encoding
 from extract.sniff import binary_kind
 
 from crawler.items import PageItem, header_dict, utc_now
+from crawler.outcomes import page_outcome
 from crawler.urls import canonical_url, host_key, page_canonical_url, page_id, strip_tracking
 from pipelines import stats
 
@@ -56,6 +57,9 @@ def yes_no(name: str, value: str) -> bool:
         raise SpiderArgumentError(f"-a {name}={value}: expected 1 or 0 (true/false, yes/no)") from None
 
 
+NOT_FETCHED = {"robots_txt", "offsite"}  # requests stopped before the download
+
+
 def failure_reason(failure: Failure) -> str:
     """A short, stable reason for a failed request, used as a stats key suffix."""
     exc = failure.value
@@ -67,6 +71,8 @@ def failure_reason(failure: Failure) -> str:
             return "redirect_loop"
         if "robots" in msg:
             return "robots_txt"
+        if "offsite" in msg:
+            return "offsite"
         return "ignored"
     name = type(exc).__name__
     if "Cancelled" in name or "maxsize" in str(exc).lower():
@@ -105,28 +111,47 @@ class PageSpider(scrapy.Spider):
         if self.crawler is not None:
             self.crawler.stats.inc_value(key, n)
 
-    def fail(self, url: str, reason: str, detail: str = "") -> None:
-        """Record a page we could not use, with a reason that shows up in the stats and the log."""
-        self.count(stats.failed(reason))
-        self.logger.info("skipped %s: %s%s", url, reason, f" ({detail})" if detail else "")
+    def outcome(self, url: str, outcome: str, reason: str, detail: str = "", fetched: bool = True) -> None:
+        """Say what became of a URL that will not become an item (crawler.outcomes records it)."""
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(page_outcome, url=url, outcome=outcome, reason=reason,
+                                                detail=detail, fetched=fetched)
 
-    def on_error(self, failure: Failure) -> None:
-        """Errback: count the failure by reason; optional requests (sitemap guesses) fail quietly."""
+    def fail(self, url: str, reason: str, detail: str = "") -> None:
+        """A fetched page we could not use: counted by reason, logged, and recorded as failed."""
+        self.count(stats.failed(reason))
+        self.logger.info("failed %s: %s%s", url, reason, f" ({detail})" if detail else "")
+        self.outcome(url, "failed", reason, detail)
+
+    def skip(self, url: str, reason: str, detail: str = "", fetched: bool = True) -> None:
+        """A page left out on purpose (list page, soft 404, binary, robots.txt...): counted and recorded."""
+        self.count(stats.skipped(reason))
+        self.logger.debug("skipped %s: %s%s", url, reason, f" ({detail})" if detail else "")
+        self.outcome(url, "skipped", reason, detail, fetched)
+
+    def on_error(self, failure: Failure, prefix: str = "", note: str = "") -> None:
+        """Errback: a request that got no usable response; optional ones (sitemap guesses) are skipped."""
         request = failure.request
-        if request.meta.get("optional"):
-            return
         first = (request.meta.get("redirect_urls") or [request.url])[0]
-        self.fail(first, failure_reason(failure), str(failure.value)[:200])
+        reason, detail = prefix + failure_reason(failure), note or str(failure.value)[:200]
+        if reason.removeprefix(prefix) in NOT_FETCHED:
+            self.skip(first, reason, detail, fetched=False)
+            return
+        self.count(stats.FETCH_FAILED)
+        if request.meta.get("optional"):
+            self.skip(first, f"optional_{reason}", detail)
+        else:
+            self.fail(first, reason, detail)
 
     def usable(self, response: Response) -> bool:
         """Count the fetch; reject non-text and binary bodies before any content work."""
         self.count(stats.FETCHED)
         if not isinstance(response, TextResponse):
-            self.fail(response.url, "not_html", response.headers.get("Content-Type", b"").decode("latin-1"))
+            self.skip(response.url, "not_html", response.headers.get("Content-Type", b"").decode("latin-1"))
             return False
         binary = binary_kind(response.body)
         if binary:
-            self.fail(response.url, "binary", f"{binary} body served as "
+            self.skip(response.url, "binary", f"{binary} body served as "
                       f"{response.headers.get('Content-Type', b'?').decode('latin-1')}")
             return False
         return True

@@ -16,7 +16,7 @@ from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
-from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, failure_reason, root_of,
+from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, root_of,
                                    split_argument)
 from crawler.urls import canonical_url, host_key, page_canonical_url
 from extract.dom import densest_block
@@ -87,6 +87,7 @@ class FictionSpider(PageSpider):
             self.fail(response.url, "no_chapters", "no chapter links found on the table of contents")
             return
         self.count(stats.BOOKS)
+        self.skip(response.url, "toc", f"table of contents of {title!r}: {len(chapters)} chapters")
         self.logger.info("book %r: %d chapters from %s", title, len(chapters), response.url)
         self.chapter_urls.setdefault(profile, set()).update(canonical_url(u) for u, _ in chapters)
         for number, (url, label) in enumerate(chapters, start=1):
@@ -152,6 +153,9 @@ class FictionSpider(PageSpider):
                               "canonical": page_canonical_url(response)}
             if not state["title"]:
                 state["title"] = " ".join(response.xpath("(//h1)[1]//text()").getall()).strip()
+        if state["parts"]:
+            self.skip(response.url, "chapter_part", f"part {len(state['parts']) + 1} of chapter {state['number']}, "
+                      f"joined into {state['first']['url']}")
         state["parts"].append(response.url)
         state["fragments"].append(self.fragment(response, root, book))
         nxt = self.next_page(response, state)
@@ -213,12 +217,9 @@ class FictionSpider(PageSpider):
 
     def on_part_error(self, failure: Failure) -> Any:
         """A chapter (or one of its parts) failed: count it, and keep the parts already fetched."""
-        request = failure.request
-        state = request.cb_kwargs.get("state", {})
-        reason = failure_reason(failure)
+        state = failure.request.cb_kwargs.get("state", {})
         if state.get("parts"):
-            self.fail(request.url, f"part_{reason}", f"chapter {state.get('number')} kept with "
-                      f"{len(state['parts'])} part(s)")
+            self.on_error(failure, "part_", f"chapter {state.get('number')} kept with {len(state['parts'])} part(s)")
             yield from self.finish(state)
         else:
-            self.fail(request.url, reason)
+            self.on_error(failure)

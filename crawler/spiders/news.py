@@ -94,31 +94,34 @@ class NewsSpider(PageSpider):
         if root is None:
             self.fail(response.url, "unparseable")
             return
-        if self.is_article(response, root, target):
+        kind, detail = self.page_kind(response, root, target)
+        if kind == "article":
             yield self.make_item(response, target.site, profile=target.hint() if target.body else None)
         else:
-            self.count(stats.LIST_PAGES)
+            if kind == "list_page":
+                self.count(stats.LIST_PAGES)
+            self.skip(response.url, kind, detail)
         yield from self.follow(response, target)
 
-    def is_article(self, response: TextResponse, root, target: SiteProfile) -> bool:
-        """Profile rules when present, otherwise URL shape and text density; soft 404s are not."""
+    def page_kind(self, response: TextResponse, root, target: SiteProfile) -> tuple[str, str]:
+        """("article" | "list_page" | "soft_404", detail): profile rules when present, otherwise URL shape
+        and running text."""
         shape = None
         if not target.auto:
             if not target.is_article(response.url):
-                return False
+                return "list_page", f"not an article URL of profile {target.name}"
         else:
             if response.meta.get("start") and pagekind.url_looks_list(response.url):
-                return False
+                return "list_page", "start page with a list-shaped URL"
             shape = pagekind.page_shape(root)
             if not shape.is_article(pagekind.url_looks_article(response.url)):
-                return False
+                return "list_page", f"no block of running text ({shape.text_chars} characters, {shape.link_chars} in links)"
         heading = pagekind.heading_text(root)
         if pagekind.is_soft_404(heading, 0):  # cheap test first; measure the text only when needed
             shape = shape or pagekind.page_shape(root)
             if pagekind.is_soft_404(heading, shape.text_chars - shape.link_chars):
-                self.fail(response.url, "soft_404", heading[:80])
-                return False
-        return True
+                return "soft_404", heading[:80]
+        return "article", ""
 
     def follow(self, response: TextResponse, target: SiteProfile) -> Any:
         """Requests for wanted same-site links and for advertised RSS/Atom feeds."""
@@ -136,6 +139,8 @@ class NewsSpider(PageSpider):
     def parse_robots(self, response: Response, site: str, origin: str) -> Any:
         """Sitemaps named in robots.txt, else a guess at /sitemap.xml."""
         target = self.by_name[site]
+        self.count(stats.FETCHED)
+        self.skip(response.url, "robots_file", "read for its Sitemap: lines")
         text = response.text if isinstance(response, TextResponse) else response.body.decode("utf-8", "replace")
         found = [line.split(":", 1)[1].strip() for line in text.splitlines()
                  if line.lower().startswith("sitemap:") and ":" in line]
@@ -146,6 +151,7 @@ class NewsSpider(PageSpider):
     def parse_sitemap(self, response: Response, site: str) -> Any:
         """URLs of a sitemap (plain or gzipped) or a sitemap index, filtered to the site."""
         target = self.by_name[site]
+        self.count(stats.FETCHED)
         body = response.body
         if body[:2] == b"\x1f\x8b":
             try:
@@ -159,6 +165,7 @@ class NewsSpider(PageSpider):
             self.fail(response.url, "bad_sitemap", str(exc)[:100])
             return
         self.count(stats.SITEMAPS)
+        self.skip(response.url, "sitemap", "read for its links")
         for entry in sitemap:
             url = entry.get("loc", "")
             if sitemap.type == "sitemapindex":
@@ -169,9 +176,12 @@ class NewsSpider(PageSpider):
     def parse_feed(self, response: Response, site: str) -> Any:
         """Item links of an RSS 2.0 or Atom feed."""
         target = self.by_name[site]
+        self.count(stats.FETCHED)
         if not isinstance(response, TextResponse):
+            self.skip(response.url, "not_a_feed", response.headers.get("Content-Type", b"").decode("latin-1"))
             return
         self.count(stats.FEEDS)
+        self.skip(response.url, "feed", "read for its links")
         sel = scrapy.Selector(response, type="xml")
         urls = sel.xpath("//*[local-name()='item']/*[local-name()='link']/text()").getall()
         urls += sel.xpath("//*[local-name()='entry']/*[local-name()='link']"

@@ -43,6 +43,11 @@ class CrawlResult:
         """Failure reason -> count."""
         return self.report.get("failed", {})
 
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Reason a page was left out on purpose -> count."""
+        return self.report.get("skipped", {})
+
 
 class Crawler:
     """Runs `scrapy crawl` subprocesses on one isolated store (database name + Redis key prefix)."""
@@ -66,6 +71,7 @@ class Crawler:
         log = proc.stdout + proc.stderr
         assert proc.returncode == 0, f"scrapy crawl {spider} exited {proc.returncode}:\n{log[-4000:]}"
         assert report.exists(), f"no report written:\n{log[-4000:]}"
+        assert "outcomes do not add up" not in log, log[-4000:]   # every fetched URL has one outcome
         return CrawlResult(proc.returncode, log, json.loads(report.read_text(encoding="utf-8")))
 
 

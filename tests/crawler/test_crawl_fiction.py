@@ -95,3 +95,16 @@ def test_jobdir_resume_does_not_fetch_or_store_again(crawled, sites, tmp_path):
     assert first.counts["items"] == 3 and second.counts.get("items", 0) == 0
     base = sites.base("z")
     assert store.pages.count_documents({"url": {"$regex": f"^{base}/book/1/"}}) == 3
+
+
+def test_chapter_parts_toc_and_chapters_each_have_an_outcome(crawled, sites):
+    """The table of contents and the parts joined into a chapter are recorded as skipped, with why."""
+    store, z, _ = crawled
+    run = store.list_runs()[-1]     # the first crawl: the novel
+    records = {r["url"]: r for r in store.find_outcomes(run["id"])}
+    base = sites.base("z")
+    assert records[base + "/book/1/"]["reason"] == "toc"
+    assert records[chapter_url(base, "/book/1/", 1)]["outcome"] == "stored"
+    parts = [r for r in records.values() if r["reason"] == "chapter_part"]
+    assert parts and all("joined into" in r["detail"] for r in parts)
+    assert sum(1 for r in records.values() if r.get("fetched")) == z.counts["fetched"] + z.counts.get("fetch_failed", 0)

@@ -65,8 +65,10 @@ def test_encodings_come_out_right(crawled, sites):
 def test_bad_pages_fail_with_reasons(crawled):
     """Navigation-only (a list page), soft 404, redirect loop, binary, real 404 and robots.txt: each counted once."""
     _, x_result, _ = crawled
-    assert x_result.failed == {"list_page": 1, "soft_404": 1, "redirect_loop": 1, "binary": 1,
-                               "http_404": 1, "robots_txt": 1}
+    assert x_result.failed == {"redirect_loop": 1, "http_404": 1}
+    skipped = {k: v for k, v in x_result.skipped.items() if k in ("soft_404", "binary", "robots_txt")}
+    assert skipped == {"soft_404": 1, "binary": 1, "robots_txt": 1}, x_result.skipped
+    assert x_result.skipped["list_page"] >= 2  # index pages and the navigation-only page
     assert x_result.counts["stored"] == 5
     assert x_result.counts.get("dropped/exact", 0) == 0 and x_result.counts.get("dropped/near", 0) == 0
 
@@ -101,6 +103,28 @@ def test_runs_are_recorded_with_counts(crawled):
     assert sorted(r["counts"]["stored"] for r in runs) == [1, 5]
 
 
+def test_every_fetched_url_has_one_recorded_outcome(crawled, sites):
+    """fetched = stored + unchanged + duplicate + skipped + failed, per run, in MongoDB and in the stats."""
+    store, x_result, y_result = crawled
+    for result, run in zip((x_result, y_result), reversed(store.list_runs())):  # X ran first
+        records = list(store.find_outcomes(run["id"]))
+        fetched = [r for r in records if r.get("fetched")]
+        assert len(fetched) == result.counts["fetched"] + result.counts.get("fetch_failed", 0) > 0
+        assert len({r["url"] for r in fetched}) == len(fetched), "one outcome per fetched URL"
+        by_outcome = {}
+        for r in records:
+            by_outcome[r["outcome"]] = by_outcome.get(r["outcome"], 0) + 1
+            assert r["outcome"] == "stored" or r["reason"], r
+        assert {k: result.counts.get(f"outcome/{k}", 0) for k in by_outcome} == by_outcome
+        assert by_outcome.get("stored", 0) == result.counts["stored"]
+        assert store.outcome_counts(run["id"])["skipped"]["list_page"] >= 1
+    x = sites.base("x")
+    why = {r["url"]: (r["outcome"], r["reason"]) for r in store.find_outcomes(outcome="failed")}
+    assert why[x + x_paths()["missing"]] == ("failed", "http_404")
+    [dup] = store.find_outcomes(url=sites.base("y") + y_paths()["exact"])
+    assert (dup["outcome"], dup["reason"], dup["original_url"]) == ("duplicate", "exact", x + x_paths()["utf8"])
+
+
 def test_summary_is_logged(crawled):
     """The readable summary appears in the crawl log."""
     _, x_result, _ = crawled
@@ -115,3 +139,35 @@ def test_near_copy_really_differs():
     for old, new in CHANGES_1002:
         changed = changed.replace(old, new)
     assert changed != text
+
+
+def test_storage_lists_outcomes_pages_and_clusters(crawled, sites):
+    """`python -m storage outcomes | pages | duplicates`: why a URL is (not) stored, as a user asks it."""
+    import json
+    import subprocess
+    import sys
+
+    store, _, _ = crawled
+    env = {**__import__("os").environ, "MONGO_URI": store.config.mongo_uri, "REDIS_URL": store.config.redis_url,
+           "ZHDEDUP_DB": store.config.db_name, "ZHDEDUP_PREFIX": store.config.key_prefix,
+           "ZHDEDUP_VAR": str(store.config.var_dir)}
+
+    def cli(*args: str) -> list[str]:
+        proc = subprocess.run([sys.executable, "-m", "storage", *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()
+
+    x, y = sites.base("x"), sites.base("y")
+    first_run = store.list_runs()[-1]["id"]
+    rows = [json.loads(line) for line in cli("outcomes", "--run", first_run, "--json")]
+    assert rows and all({"url", "outcome", "reason", "run"} <= set(r) for r in rows)
+    assert {r["run"] for r in rows} == {first_run}
+    skipped = cli("outcomes", "--run", first_run, "--outcome", "skipped", "--reason", "soft_404")
+    assert skipped[0].split("\t")[:3] == ["outcome", "reason", "url"]
+    assert [line.split("\t")[2] for line in skipped[1:]] == [x + x_paths()["soft404"]]
+    pages = cli("pages", "--site", "x-daily")
+    assert len(pages) == 1 + 5 and pages[0].startswith("fetched\tsite\turl")
+    cluster = json.loads(cli("duplicates", "--of", y + y_paths()["exact"], "--json")[0])
+    assert cluster["original"]["url"] == x + x_paths()["utf8"]
+    assert {c["url"] for c in cluster["copies"]} >= {y + y_paths()["exact"]}

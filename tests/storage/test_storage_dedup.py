@@ -45,10 +45,12 @@ def test_exact_near_new(store):
         assert (r.kind, r.original_id, r.distance) == ("near", a, len(bits))
     r = store.check_and_insert(store.new_page_id(), _h(3), flip(fp, 1, 2, 3, 4))
     assert r.kind == "new"  # 4 bits away from the first page is beyond k = 3
-    # with k=1 a page 2 bits from every stored one is new; the same page again is "new" (idempotent)
+    # with k=1 a page 2 bits from every stored one is new; the same page again is "unchanged" (idempotent),
+    # and the same page with a slightly edited text is "new" again (its stored copy is updated)
     b = store.new_page_id()
     assert store.check_and_insert(b, _h(4), flip(fp, 20, 40), k=1).kind == "new"
-    assert store.check_and_insert(b, _h(4), flip(fp, 20, 40)).kind == "new"
+    assert store.check_and_insert(b, _h(4), flip(fp, 20, 40)).kind == "unchanged"
+    assert store.check_and_insert(b, _h(5), flip(fp, 20, 40, 50)).kind == "new"
     assert store.lookup(_h(99), flip(fp, 20, 40, 41)).kind == "near"
     assert store.index.count() == 3
 
