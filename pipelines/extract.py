@@ -442,8 +442,6 @@ class ExtractPipeline:
                              ("author", result.author), ("language", result.language),
                              ("encoding", result.encoding)):
             adapter[field] = value
-        if "body" in adapter:
-            del adapter["body"]
         self._inc("extract/ok")
         return item
 

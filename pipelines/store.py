@@ -40,5 +40,7 @@ class StorePipeline:
         a = ItemAdapter(item)
         page_id = await run_blocking(self.crawler, self.store.save_page, self.document(item))
         a["page_id"] = page_id or a.get("page_id")
+        for field in ("body", "headers"):  # raw bytes were kept for match evidence; feeds get no bytes
+            a.pop(field, None)
         self.crawler.stats.inc_value(stats.STORED)
         return item

@@ -12,7 +12,7 @@ from twisted.python.failure import Failure
 
 from crawler import pagekind
 from crawler.items import PageItem, header_dict, utc_now
-from crawler.urls import canonical_url, host_key, page_canonical_url, page_id, strip_tracking
+from crawler.urls import canonical_claim, canonical_url, host_key, page_canonical_url, page_id, strip_tracking
 
 STAT = "zhdedup"
 
@@ -85,6 +85,7 @@ class PageSpider(scrapy.Spider):
             url, canonical, status = response.url, page_canonical_url(response), response.status
             body = response.body if body is None else body
             headers = header_dict(response.headers) if headers is None else headers
+            extra.setdefault("canonical_claim", canonical_claim(response))
         item = PageItem(url=url, canonical_url=canonical, page_id=page_id(canonical), site=site,
                         spider=self.name, kind=self.kind, body=body, headers=headers or {},
                         status=status, fetched=utc_now())
