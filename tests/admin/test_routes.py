@@ -36,7 +36,7 @@ def test_anonymous_post_changes_nothing(app, store, sample):
     resp = c.post(f"/matches/{sample['match_id']}/review", data={"action": "confirm", "csrf_token": token})
     assert resp.status_code == 302 and "/login" in resp.headers["Location"]
     assert store.get_match(sample["match_id"])["status"] == "new"
-    assert c.post("/sources/sgyy-1/remove", data={"csrf_token": token}).status_code == 302
+    assert c.post("/sources/remove", data={"id": "sgyy-1", "csrf_token": token}).status_code == 302
     assert store.get_source("sgyy-1") is not None
 
 
@@ -261,10 +261,10 @@ def test_sources_add_paste_upload_remove(client, store, sample):
     assert client.post("/sources/add", data={"file": (io.BytesIO(b"x"), "a.pdf"), "csrf_token": token},
                        content_type="multipart/form-data").status_code == 303
     assert len(store.list_sources()) == 7
-    assert client.post("/sources/j1/remove", data={"csrf_token": token}).status_code == 303
+    assert client.post("/sources/remove", data={"id": "j1", "csrf_token": token}).status_code == 303
     assert store.get_source("j1") is None
-    assert client.post("/sources/nope/remove", data={"csrf_token": token}).status_code == 404
-    assert client.post("/sources/j2/remove").status_code == 400  # CSRF
+    assert client.post("/sources/remove", data={"id": "nope", "csrf_token": token}).status_code == 404
+    assert client.post("/sources/remove", data={"id": "j2"}).status_code == 400  # CSRF
     assert store.get_source("j2") is not None
 
 
