@@ -7,7 +7,7 @@ import sys
 import zipfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from storage.evidence import canonical_json, raw_bytes
 
@@ -71,8 +71,8 @@ def record_json(rec: dict) -> dict:
     return json.loads(canonical_json({k: v for k, v in rec.items() if k != "raw"}))
 
 
-def write_pack(store: Any, match_id: str, out: Path) -> dict:
-    """Write the evidence pack of one match to a zip file; returns the record written."""
+def write_pack(store: Any, match_id: str, out: Path | BinaryIO) -> dict:
+    """Write the evidence pack of one match to a zip file (path or binary file object); returns the record."""
     match = store.get_match(match_id)
     if not match:
         raise LookupError(f"no match with id {match_id!r}")

@@ -104,6 +104,21 @@ def detail(match_id: str) -> Any:
         history=list(reversed(m.get("history") or [])))
 
 
+@bp.route("/<match_id>/evidence.zip")
+def evidence_pack(match_id: str) -> Any:
+    """The match's evidence pack: raw bytes, text, passages, digests, chain proof and how to check them."""
+    from admin.evidence_cli import write_pack
+
+    m = load_match(match_id)
+    if m.get("evidence_seq") is None:
+        abort(404, description="this match has no evidence snapshot (it was made before evidence was kept)")
+    buf = io.BytesIO()
+    write_pack(get_store(), str(m["_id"]), buf)
+    resp = Response(buf.getvalue(), mimetype="application/zip")
+    resp.headers["Content-Disposition"] = f'attachment; filename="evidence-{m["_id"]}.zip"'
+    return resp
+
+
 @bp.route("/<match_id>/review", methods=["POST"])
 def review(match_id: str) -> Any:
     """Record confirm / dismiss / license with a note, by the logged-in reviewer."""

@@ -11,6 +11,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler import stats
 from pipelines._store import run_blocking, store_for
+from storage.errors import StorageUnavailable
 from storage.sources import SourceLibrary
 
 logger = logging.getLogger(__name__)
@@ -79,8 +80,15 @@ class InfringementPipeline:
                 "suspect_spans": [list(s) for s in m["suspect_spans"]]})
         for record in records:
             match_id = self.store.upsert_match(record)
-            if match_id:
-                self.store.add_evidence(match_id, self._snapshot(item, record, source_texts.get(record["source_id"], "")))
+            if not match_id:
+                logger.warning("match of %s spooled (MongoDB away): no evidence snapshot kept for it", item["url"])
+                continue
+            snapshot = self._snapshot(item, record, source_texts.get(record["source_id"], ""))
+            try:
+                self.store.add_evidence(match_id, snapshot)
+            except StorageUnavailable as exc:
+                logger.warning("no evidence snapshot for match %s of %s: %s", match_id, item["url"], exc)
+                self.crawler.stats.inc_value(stats.EVIDENCE_MISSING)
         return records
 
     @staticmethod

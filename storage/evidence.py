@@ -114,8 +114,13 @@ class EvidenceStore(Connection):
         self.evidence.create_index("match_id")
 
     def add_evidence(self, match_id: str, snapshot: dict) -> int:
-        """Freeze what a match rests on and chain it to the log; returns its seq. The match gets `evidence_seq`."""
+        """Freeze what a match rests on and chain it to the log; returns its seq. The match gets `evidence_seq`
+        (a re-crawl that fetched the same bytes and matched the same way keeps the earlier snapshot)."""
         record = self._evidence_record(match_id, snapshot)
+        held = self._retry("mongo", self.matches.find_one, {"_id": to_oid(match_id)}, {"evidence_seq": 1})
+        last = self.get_evidence(held["evidence_seq"]) if isinstance((held or {}).get("evidence_seq"), int) else None
+        if last and all(last.get(k) == record[k] for k in ("raw_sha256", "text_sha256", "suspect_spans", "source_spans")):
+            return int(last["_id"])  # the same page matched the same way again: its snapshot stands
         seq = self._retry("mongo", self._append, record)
         self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)},
                     {"$set": {"evidence_seq": seq, "evidence_digest": record["digest"]}})

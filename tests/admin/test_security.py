@@ -144,3 +144,16 @@ def test_serve_runs_waitress_not_the_development_server(store_config, tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_evidence_pack_download(client, store):
+    mid = with_evidence(store, 1)[0]
+    resp = client.get(f"/matches/{mid}/evidence.zip")
+    assert resp.status_code == 200 and resp.mimetype == "application/zip"
+    import io as _io
+
+    with zipfile.ZipFile(_io.BytesIO(resp.data)) as zf:
+        assert zf.read("raw.bin") == RAW.encode("gbk")
+    assert 'id="evidence-pack"' in client.get(f"/matches/{mid}").get_data(as_text=True)
+    plain = store.upsert_match({"suspect_url": "http://q.example/", "source_id": "s1", "score": 0.2})
+    assert client.get(f"/matches/{plain}/evidence.zip").status_code == 404

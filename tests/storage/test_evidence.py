@@ -133,3 +133,12 @@ def test_page_id_held_by_another_url_is_not_overwritten(store):
     # the same URL re-crawled keeps its id and is updated
     assert store.save_page({"_id": pid, "url": "http://a.example/news/a4.html", "text": "甲站更新"}) == pid
     assert store.get_page(pid)["text"] == "甲站更新"
+
+
+def test_same_fetch_again_keeps_its_snapshot_a_change_appends(store):
+    mid = a_match(store)
+    first = store.add_evidence(mid, snapshot())
+    assert store.add_evidence(mid, snapshot()) == first
+    changed = {**snapshot(), "raw": RAW + b"<!-- edited -->"}
+    assert store.add_evidence(mid, changed) == first + 1
+    assert store.get_match(mid)["evidence_seq"] == first + 1
