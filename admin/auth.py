@@ -125,6 +125,8 @@ def _require_login() -> Any:
     from admin import get_store
 
     g.user = None
+    if request.endpoint == "static":
+        return None  # no session lookup for CSS and JS
     token = session.get("sid")
     if token:
         g.user = get_store().session_user(token)
