@@ -14,6 +14,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Mapping
 
+import os
+
 from flask import Flask, Response, current_app, g
 from flask.json.provider import DefaultJSONProvider
 from flask_wtf.csrf import CSRFProtect
@@ -44,6 +46,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
+        # behind HTTPS set ZHDEDUP_SECURE_COOKIES=1: the session cookie is then never sent in clear
+        SESSION_COOKIE_SECURE=os.environ.get("ZHDEDUP_SECURE_COOKIES", "").lower() in ("1", "true", "yes", "on"),
         MAX_CONTENT_LENGTH=64 * 1024 * 1024,
         WTF_CSRF_TIME_LIMIT=None,
         PER_PAGE=50,
@@ -57,13 +61,16 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         app.config["SECRET_KEY"] = load_secret_key()
     csrf.init_app(app)
 
-    from admin import api, auth, dashboard, duplicates, matches, sources
+    from admin import api, auth, dashboard, duplicates, matches, runs, sources
 
-    for bp in (auth.bp, dashboard.bp, matches.bp, duplicates.bp, sources.bp, api.bp):
+    for bp in (auth.bp, dashboard.bp, matches.bp, duplicates.bp, sources.bp, runs.bp, api.bp):
         app.register_blueprint(bp)
     app.add_url_rule("/", endpoint="index", view_func=dashboard.index)
     app.add_template_filter(_fmt_dt, "dt")
     app.add_template_filter(_fmt_pct, "pct")
+    from admin.render import strip_bidi
+
+    app.jinja_env.finalize = strip_bidi
     auth.init_app(app)
     app.after_request(_security_headers)
     app.teardown_appcontext(lambda exc: g.pop("store_checked", None))
@@ -76,6 +83,8 @@ def _security_headers(resp: Response) -> Response:
     resp.headers.setdefault("X-Frame-Options", "DENY")
     resp.headers.setdefault("X-Content-Type-Options", "nosniff")
     resp.headers.setdefault("Referrer-Policy", "same-origin")
+    if g.get("user"):
+        resp.headers["Cache-Control"] = "no-store"  # reviewers' pages never stay in a shared or back-button cache
     return resp
 
 

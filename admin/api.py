@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
+from werkzeug.exceptions import HTTPException
 
 from admin import get_store
 from admin.queries import BadFilter, parse_match_query
@@ -31,10 +32,14 @@ def jsonable(v: Any) -> Any:
     return v
 
 
-@bp.errorhandler(400)
-@bp.errorhandler(404)
-def _json_error(exc: Any) -> Any:
-    return jsonify(error=getattr(exc, "description", str(exc))), exc.code
+@bp.app_errorhandler(HTTPException)
+def _json_error(exc: HTTPException) -> Any:
+    """Under /api every error (404 of an unknown path, 405, 400, a 500) answers JSON; elsewhere the usual page."""
+    if not request.path.startswith("/api/"):
+        return exc
+    code = exc.code or 500
+    message = exc.description if code < 500 else "internal error; see the server log"
+    return jsonify(error=message), code
 
 
 @bp.route("/matches")

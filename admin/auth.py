@@ -1,16 +1,24 @@
-"""Login, logout, user accounts and the login rate limit.
+"""Login, logout, user accounts, server-side sessions and the login rate limit.
 
-Rate limit: an in-memory counter per (client IP, user name). After LOGIN_MAX_FAILURES (default 5)
-failed attempts within LOGIN_WINDOW_SECONDS (default 900 s) that pair is locked out until the oldest
-counted failure leaves the window; a successful login clears it. Each IP also has a ceiling of four
-times that many failures over all user names, so one client cannot spray many accounts. The counter
+Sessions live in the store (storage/users.py): the signed cookie carries only a random token, and
+logout, a password change or `users remove` delete the session, so a captured cookie dies with it.
+
+Rate limit: in-memory failure counts per (client IP, user name) and per user name over all IPs,
+inside a sliding window of LOGIN_WINDOW_SECONDS (default 900 s). The first LOGIN_MAX_FAILURES
+(default 5) failures of a pair are free; each later one doubles the wait before the next try (2 s,
+4 s, ... up to the window). A name has four times that many free failures over all addresses, then
+waits that double up to one minute, so a spray from many IPs is slowed without ever locking the
+account. Nothing is counted per IP alone: made-up names from one address never lock anyone else
+out. Unknown names cost the same password-hash work as known ones (no timing oracle). The counter
 lives in the process (one admin process is the supported deployment); a restart forgets it.
 """
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections import defaultdict, deque
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,10 +29,11 @@ from werkzeug.security import check_password_hash, generate_password_hash
 bp = Blueprint("auth", __name__)
 
 PUBLIC_ENDPOINTS = {"auth.login", "static"}
+USER_CAP_SECONDS = 60.0
 
 
 class LoginLimiter:
-    """Counts failed logins per key inside a sliding window and says when a key is locked."""
+    """Failed logins per (IP, user) and per user in a sliding window; says how long a try must wait."""
 
     def __init__(self, max_failures: int = 5, window: float = 900.0) -> None:
         self.max_failures = max_failures
@@ -36,30 +45,42 @@ class LoginLimiter:
         q = self._fails[key]
         while q and q[0] <= now - self.window:
             q.popleft()
+        if not q:
+            del self._fails[key]
         return q
 
+    def _wait(self, key: str, free: int, cap: float, now: float) -> float:
+        q = self._prune(key, now)
+        over = len(q) - free
+        if over < 0:
+            return 0.0
+        delay = min(2.0 ** (over + 1), cap)
+        return max(0.0, q[-1] + delay - now)
+
     def locked_for(self, ip: str, user: str, now: float | None = None) -> float:
-        """Seconds until this IP+user may try again (0 when not locked)."""
+        """Seconds until this IP+user may try again (0 when it may try now)."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            wait = 0.0
-            for key, limit in ((f"{ip}|{user}", self.max_failures), (ip, self.max_failures * 4)):
-                q = self._prune(key, now)
-                if len(q) >= limit:
-                    wait = max(wait, q[0] + self.window - now)
-            return wait
+            return max(self._wait(f"{ip}|{user}", self.max_failures, self.window, now),
+                       self._wait(f"user|{user}", self.max_failures * 4, USER_CAP_SECONDS, now))
 
     def failed(self, ip: str, user: str, now: float | None = None) -> None:
-        """Count one failed attempt for the pair and for the IP."""
+        """Count one failed attempt for the pair and for the user name."""
         now = time.monotonic() if now is None else now
         with self._lock:
             self._fails[f"{ip}|{user}"].append(now)
-            self._fails[ip].append(now)
+            self._fails[f"user|{user}"].append(now)
 
     def succeeded(self, ip: str, user: str) -> None:
         """A right password clears that pair's failures."""
         with self._lock:
             self._fails.pop(f"{ip}|{user}", None)
+
+
+@lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    """A hash of a random password, checked for unknown names so they cost what known ones cost."""
+    return generate_password_hash(secrets.token_hex(16))
 
 
 def add_user(store: Any, name: str, password: str) -> None:
@@ -76,7 +97,7 @@ def check_user(store: Any, name: str, password: str) -> bool:
     """True when the account exists and the password matches its hash."""
     doc = store.get_user(name)
     if not doc:
-        check_password_hash(generate_password_hash("x"), password)  # same work either way
+        check_password_hash(_dummy_hash(), password)  # one hash check either way: no timing oracle
         return False
     return check_password_hash(doc["password_hash"], password)
 
@@ -92,24 +113,27 @@ def safe_next(target: str | None) -> str | None:
 
 
 def init_app(app: Flask) -> None:
-    """Attach the rate limiter and the login-required hook to the app."""
+    """Attach the rate limiter and the login-required hook to the app (and warm the dummy hash)."""
     app.extensions["login_limiter"] = LoginLimiter(
         app.config["LOGIN_MAX_FAILURES"], app.config["LOGIN_WINDOW_SECONDS"])
     app.before_request(_require_login)
+    _dummy_hash()
 
 
 def _require_login() -> Any:
     """Every page but the login form needs a user; the API answers 401 instead of redirecting."""
-    g.user = session.get("user")
-    if request.endpoint in PUBLIC_ENDPOINTS:
-        return None
-    if g.user:
-        from admin import get_store
+    from admin import get_store
 
-        if get_store().user_exists(g.user):
-            return None
-        session.clear()  # the account was removed: its sessions end too
-        g.user = None
+    g.user = None
+    if request.endpoint == "static":
+        return None  # no session lookup for CSS and JS
+    token = session.get("sid")
+    if token:
+        g.user = get_store().session_user(token)
+        if g.user is None:
+            session.clear()  # logged out, password changed or account removed: this cookie is dead
+    if request.endpoint in PUBLIC_ENDPOINTS or g.user:
+        return None
     if request.path.startswith("/api/"):
         return jsonify(error="login required"), 401
     nxt = request.full_path.rstrip("?") if request.method == "GET" else None
@@ -134,7 +158,7 @@ def login() -> Any:
         if check_user(get_store(), name, password):
             limiter.succeeded(ip, name)
             session.clear()
-            session["user"] = name
+            session["sid"] = get_store().create_session(name)
             return redirect(nxt or url_for("dashboard.index"))
         limiter.failed(ip, name)
         flash("Wrong user name or password.", "error")
@@ -144,6 +168,9 @@ def login() -> Any:
 
 @bp.route("/logout", methods=["POST"])
 def logout() -> Any:
-    """End the session (POST, so a crawled page cannot log a reviewer out with a link)."""
+    """End the session on the server too (POST, so a crawled page cannot log a reviewer out with a link)."""
+    from admin import get_store
+
+    get_store().end_session(session.get("sid"))
     session.clear()
     return redirect(url_for("auth.login"))

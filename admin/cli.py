@@ -24,7 +24,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     app = create_app()
     print(f"zhdedup admin on http://{args.host}:{args.port}/", file=sys.stderr)
-    app.run(host=args.host, port=args.port, debug=False, threaded=True)
+    if args.debug:
+        app.run(host=args.host, port=args.port, debug=True, threaded=True)  # Werkzeug's development server
+        return 0
+    import waitress
+
+    waitress.serve(app, host=args.host, port=args.port, threads=8, ident="zhdedup")
     return 0
 
 
@@ -35,6 +40,12 @@ def _users(args: argparse.Namespace) -> int:
     if args.users_cmd == "list":
         for name in store.list_users():
             print(name)
+        return 0
+    if args.users_cmd == "remove":
+        if not store.remove_user(args.name):
+            print(f"error: no user {args.name!r}", file=sys.stderr)
+            return 2
+        print(f"user {args.name} removed; its sessions are ended")
         return 0
     password = _read_password(args.name, args.password_stdin)
     if password is None:
@@ -121,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the admin web server")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=int, default=5000, help="port to listen on (default 5000)")
+    s.add_argument("--debug", action="store_true", help="Werkzeug's development server with the debugger (never in production)")
     s.set_defaults(func=_serve)
     u = sub.add_parser("users", help="manage reviewer accounts")
     usub = u.add_subparsers(dest="users_cmd", required=True)
@@ -128,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     ua.add_argument("name", help="the login name")
     ua.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     usub.add_parser("list", help="print every user name")
+    ur = usub.add_parser("remove", help="delete a user and end its sessions")
+    ur.add_argument("name", help="the user name")
     u.set_defaults(func=_users)
     src = sub.add_parser("sources", help="the source library")
     ssub = src.add_subparsers(dest="sources_cmd", required=True)
@@ -143,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--status", choices=STATUSES, help="only matches with this review status")
     m.add_argument("--limit", type=_positive, default=1000, help="at most this many matches (default 1000)")
     m.set_defaults(func=_matches)
+    from admin import evidence_cli
+
+    evidence_cli.add_parser(sub)
     return p
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from datetime import datetime
@@ -38,9 +39,32 @@ def texts_for(match: dict) -> tuple[str, str, dict | None, dict | None]:
     """Source and suspect texts for a match (empty when the stored copy is gone)."""
     store = get_store()
     source = _safe_get(store.get_source, match.get("source_id"))
-    page = _safe_get(store.get_page, match.get("suspect_page_id"))
-    suspect = (page or {}).get("text") or match.get("suspect_text") or ""  # dropped duplicates: kept in the match
-    return (str((source or {}).get("text") or ""), str(suspect), source, page)
+    view = suspect_view(match)
+    return (str((source or {}).get("text") or ""), view["text"], source, view["page"])
+
+
+def matched_page(match: dict) -> dict | None:
+    """The stored page the match was made on: only when it still carries the match's URL (ids can be claimed)."""
+    page = _safe_get(get_store().get_page, match.get("suspect_page_id"))
+    return page if page and page.get("url") == match.get("suspect_url") else None
+
+
+def suspect_view(match: dict) -> dict[str, Any]:
+    """The suspect text to show and export: the evidence snapshot taken at match time when there is one,
+    else the stored page (if it is still the matched URL), else the text kept in the match."""
+    store = get_store()
+    evidence = _safe_get(store.evidence_for, match) if match.get("evidence_seq") is not None else None
+    page = matched_page(match)
+    if evidence is not None:
+        live = str((page or {}).get("text") or "")
+        changed = page is None or hashlib.sha256(live.encode("utf-8")).hexdigest() != evidence.get("text_sha256")
+        return {"text": str(evidence.get("text") or ""), "origin": "evidence", "evidence": evidence,
+                "page": page, "live_changed": changed}
+    if page is not None:
+        return {"text": str(page.get("text") or ""), "origin": "page", "evidence": None, "page": page,
+                "live_changed": False}
+    return {"text": str(match.get("suspect_text") or ""), "origin": "match", "evidence": None, "page": None,
+            "live_changed": False}  # dropped duplicates: their text is kept in the match
 
 
 def _safe_get(fn: Any, key: Any) -> dict | None:
@@ -69,13 +93,30 @@ def index() -> Any:
 def detail(match_id: str) -> Any:
     """Source and suspect side by side with the matched passages marked and linked."""
     m = load_match(match_id)
-    src_text, sus_text, source, page = texts_for(m)
+    src_text, _, source, _ = texts_for(m)
+    view = suspect_view(m)
+    sus_text, page = view["text"], view["page"]
     return render_template(
-        "matches/detail.html", m=m, match_id=match_id, source=source, page=page,
+        "matches/detail.html", m=m, match_id=match_id, source=source, page=page, view=view,
         src_parts=highlight_parts(src_text, m.get("source_spans")),
         sus_parts=highlight_parts(sus_text, m.get("suspect_spans")),
         passages=passages(m, src_text, sus_text, 300), href=safe_href(m.get("suspect_url")),
         history=list(reversed(m.get("history") or [])))
+
+
+@bp.route("/<match_id>/evidence.zip")
+def evidence_pack(match_id: str) -> Any:
+    """The match's evidence pack: raw bytes, text, passages, digests, chain proof and how to check them."""
+    from admin.evidence_cli import write_pack
+
+    m = load_match(match_id)
+    if m.get("evidence_seq") is None:
+        abort(404, description="this match has no evidence snapshot (it was made before evidence was kept)")
+    buf = io.BytesIO()
+    write_pack(get_store(), str(m["_id"]), buf)
+    resp = Response(buf.getvalue(), mimetype="application/zip")
+    resp.headers["Content-Disposition"] = f'attachment; filename="evidence-{m["_id"]}.zip"'
+    return resp
 
 
 @bp.route("/<match_id>/review", methods=["POST"])
@@ -104,11 +145,12 @@ def _export_rows(mq: Any) -> Iterator[dict]:
     store = get_store()
     sources: dict[Any, str] = {}
     for batch in store.iter_match_batches(mq):
-        texts = store.page_texts([m.get("suspect_page_id") for m in batch])
         for m in batch:
             sid = m.get("source_id")
             if sid not in sources:
                 sources[sid] = str((_safe_get(store.get_source, sid) or {}).get("text") or "")
+            view = suspect_view(m)
+            ev = view["evidence"] or {}
             yield {
                 "id": str(m["_id"]), "status": m.get("status"), "suspect_url": m.get("suspect_url"),
                 "site": m.get("site"), "title": m.get("title"), "fetched": _iso(m.get("fetched")),
@@ -116,7 +158,10 @@ def _export_rows(mq: Any) -> Iterator[dict]:
                 "source_id": sid, "source_title": m.get("source_title"), "score": m.get("score"),
                 "source_coverage": m.get("source_coverage"), "suspect_coverage": m.get("suspect_coverage"),
                 "methods": list(m.get("methods") or []), "reviewer": m.get("reviewer"), "note": m.get("note"),
-                "passages": passages(m, sources[sid], texts.get(str(m.get("suspect_page_id"))) or m.get("suspect_text") or ""),
+                "passages": passages(m, sources[sid], view["text"]),
+                "evidence_seq": ev.get("_id"), "evidence_digest": ev.get("digest"),
+                "text_sha256": ev.get("text_sha256"), "raw_sha256": ev.get("raw_sha256"),
+                "live_page_changed": view["live_changed"] if ev else None,
             }
 
 
@@ -126,7 +171,8 @@ def _iso(v: Any) -> Any:
 
 CSV_COLUMNS = ["id", "status", "suspect_url", "site", "title", "fetched", "created", "updated",
                "source_id", "source_title", "score", "source_coverage", "suspect_coverage", "methods",
-               "reviewer", "note", "passages"]
+               "reviewer", "note", "passages", "evidence_seq", "evidence_digest", "text_sha256", "raw_sha256",
+               "live_page_changed"]
 
 
 def _csv_cell(v: Any) -> Any:

@@ -3,14 +3,16 @@ a person can act on), and the dashboard's stale-while-revalidate cache. Every da
 storage/ (storage/matches.py, storage/matchlist.py)."""
 from __future__ import annotations
 
+import math
+import re
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Mapping
 
 from storage.matchlist import SORTS, BadCursor, MatchQuery, decode_cursor
 from storage.schema import MATCH_STATUSES as STATUSES
-from storage.schema import REVIEW_ACTIONS
+from storage.schema import REVIEW_ACTIONS, is_oid
 
 __all__ = ["ACTIONS", "STATUSES", "SORTS", "MAX_OFFSET", "BadFilter", "MatchQuery", "parse_match_query",
            "TTLCache"]
@@ -18,6 +20,9 @@ __all__ = ["ACTIONS", "STATUSES", "SORTS", "MAX_OFFSET", "BadFilter", "MatchQuer
 #: the review actions the admin offers (storage also knows "reopen", for scripts)
 ACTIONS = {a: s for a, s in REVIEW_ACTIONS.items() if a != "reopen"}
 MAX_OFFSET = 10_000          # page numbers deeper than this must use the "next" cursor
+DATE_MIN = datetime(1990, 1, 1, tzinfo=timezone.utc)    # no match is older than the crawler
+DATE_MAX = datetime(2199, 12, 31, tzinfo=timezone.utc)  # far enough; date + 1 day never overflows
+DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII only: str.isdigit() also says yes to '²' and '①'
 
 
 class BadFilter(ValueError):
@@ -44,16 +49,19 @@ def _date_arg(args: Mapping[str, str], name: str) -> datetime | None:
     if not raw:
         return None
     try:
-        return datetime.strptime(raw, "%Y-%m-%d").replace(tzinfo=timezone.utc)
+        val = datetime.strptime(raw, "%Y-%m-%d").replace(tzinfo=timezone.utc)
     except ValueError:
         raise BadFilter(f"{name} must be a date like 2026-01-31, got {raw[:40]!r}") from None
+    if not DATE_MIN <= val <= DATE_MAX:
+        raise BadFilter(f"{name} must be between {DATE_MIN:%Y-%m-%d} and {DATE_MAX:%Y-%m-%d}")
+    return val
 
 
 def _int_arg(args: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
     raw = (args.get(name) or "").strip()
     if not raw:
         return default
-    if not raw.isdigit() or len(raw) > 12:
+    if not DIGITS.fullmatch(raw):
         raise BadFilter(f"{name} must be a positive whole number")
     val = int(raw)
     if not lo <= val <= hi:
@@ -82,14 +90,30 @@ def parse_match_query(args: Mapping[str, str], per_page: int = 50) -> MatchQuery
     if (mq.page - 1) * mq.per_page > MAX_OFFSET:
         raise BadFilter(f"page {mq.page} is too deep; follow the 'Next' links (cursor paging) instead")
     if args.get("after"):
-        try:
-            mq.after = decode_cursor(args["after"], SORTS[sort][0])
-        except BadCursor as exc:
-            raise BadFilter(str(exc)) from None
+        mq.after = _cursor_arg(args["after"], SORTS[sort][0])
     mq.args = {k: str(v) for k, v in args.items()
                if k in ("status", "site", "source", "score_min", "score_max", "date_from",
                         "date_to", "sort", "per_page") and v}
     return mq
+
+
+def _cursor_arg(token: str, sort_field: str) -> tuple[Any, Any]:
+    """A cursor this app could have made: finite scores in [0, 1], dates in range, a short id."""
+    if len(token) > 500:
+        raise BadFilter("the 'after' cursor is not valid; start from the first page")
+    try:
+        value, _id = decode_cursor(token, sort_field)
+    except BadCursor as exc:
+        raise BadFilter(str(exc)) from None
+    if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
+        raise BadFilter("the 'after' cursor is not valid; start from the first page")
+    if isinstance(value, (int, float)) and not -1.0 <= value <= 2.0:
+        raise BadFilter("the 'after' cursor is not valid; start from the first page")
+    if isinstance(value, datetime) and not DATE_MIN - timedelta(days=1) <= value <= DATE_MAX:
+        raise BadFilter("the 'after' cursor is not valid; start from the first page")
+    if not (isinstance(_id, str) or is_oid(_id)) or len(str(_id)) > 200:
+        raise BadFilter("the 'after' cursor is not valid; start from the first page")
+    return value, _id
 
 
 # ---------------------------------------------------------------- cache

@@ -10,6 +10,19 @@ from urllib.parse import urlsplit
 
 from markupsafe import Markup, escape
 
+#: bidi embeddings, overrides, isolates and marks: crawled text could reorder what a reviewer reads
+BIDI_CONTROLS = dict.fromkeys([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
+def strip_bidi(value: Any) -> Any:
+    """Every value a template prints, without bidi controls (Jinja's finalize; Markup stays Markup)."""
+    if isinstance(value, Markup):
+        return Markup(str(value).translate(BIDI_CONTROLS))
+    if isinstance(value, str):
+        return value.translate(BIDI_CONTROLS)
+    return value
+
+
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#7f7f7f")
 
 

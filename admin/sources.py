@@ -42,10 +42,13 @@ def add() -> Any:
     return redirect(url_for("sources.index")), 303
 
 
-@bp.route("/<path:source_id>/remove", methods=["POST"])
-def remove(source_id: str) -> Any:
-    """Remove a work from the library."""
+@bp.route("/remove", methods=["POST"])
+def remove() -> Any:
+    """Remove a work from the library; the id travels in the form, never in the path ('..' cannot retarget it)."""
     store = get_store()
+    source_id = request.form.get("id", "")
+    if not source_id or len(source_id) > 200 or any(ord(c) < 32 for c in source_id):
+        abort(400, description="give the id of the source to remove")
     if not store.get_source(source_id):
         abort(404, description="no such source")
     store.remove_source(source_id)

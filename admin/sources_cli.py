@@ -6,6 +6,8 @@ a .txt file a hash of its normalised text, so re-adding the same work never dupl
 """
 from __future__ import annotations
 
+import re
+
 import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -86,6 +88,18 @@ def load_paths(paths: Iterable[str]) -> list[dict[str, Any]]:
     return works
 
 
+SOURCE_ID = re.compile(r"\w(?:[\w.\-:/]{0,126}\w)?")
+
+
+def check_source_id(sid: str) -> str:
+    """Ids appear in forms and exports: letters (any script), digits and '_-.:/' inside; no '..', '//' or controls."""
+    sid = sid.strip()
+    if not SOURCE_ID.fullmatch(sid) or ".." in sid or "//" in sid:
+        raise SourceError(f"source id {sid[:60]!r} may only hold letters, digits and '_', '-', '.', ':', '/' "
+                          "(at most 128, starting and ending with a letter or digit, no '..' or '//')")
+    return sid
+
+
 def register_source(store: Any, id: str | None, text: str, title: str | None = None,
                     author: str | None = None, url: str | None = None) -> tuple[str, bool]:
     """Store one work (id derived from the text when missing), segmented and indexed for the matcher;
@@ -94,7 +108,7 @@ def register_source(store: Any, id: str | None, text: str, title: str | None = N
         raise SourceError("a work needs text")
     if len(text) > MAX_WORK_CHARS:
         raise SourceError(f"work is larger than {MAX_WORK_CHARS} characters")
-    work = text_work(title or "pasted.txt", text) if not id else {"id": id, "title": title or id}
+    work = text_work(title or "pasted.txt", text) if not id else {"id": check_source_id(str(id)), "title": title or id}
     sid = str(work["id"])
     added = SourceLibrary(store).register(sid, title or work["title"], text, author=author, url=url)
     return sid, bool(added)

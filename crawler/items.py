@@ -14,12 +14,13 @@ class PageItem(TypedDict, total=False):
 
     # set by the spiders
     url: Any            # the URL that was fetched (after redirects)
-    canonical_url: Any  # <link rel=canonical> or the URL without tracking parameters
+    canonical_url: Any  # <link rel=canonical> on the same site, or the URL without tracking parameters
+    canonical_claim: Any  # a <link rel=canonical> on another site: recorded, never the page's identity
     page_id: Any        # blake2b-128 of canonical_url (crawler.urls.page_id)
     site: Any           # profile name or host[:port]
     spider: Any         # "news" | "fiction"
     kind: Any           # "article" | "chapter"
-    body: Any           # raw bytes (removed by ExtractPipeline)
+    body: Any           # raw bytes (evidence for matches; never stored as a page field)
     headers: Any        # response headers, str -> str
     status: Any
     fetched: Any        # timezone-aware UTC datetime of the fetch

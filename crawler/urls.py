@@ -38,17 +38,66 @@ def canonical_url(url: str) -> str:
     return canonicalize_url(strip_tracking(url))
 
 
-def page_canonical_url(response: Response) -> str:
-    """<link rel=canonical> when the page names one on an http(s) URL, else our canonical form."""
+# Public suffixes of two labels under which sites register their third label (a simple registered-domain
+# rule: enough for the Chinese and English news and fiction hosts we crawl).
+TWO_LEVEL_SUFFIXES = frozenset(
+    f"{second}.{tld}"
+    for tld in ("cn", "hk", "tw", "mo", "uk", "jp", "kr", "sg", "au", "nz", "my", "in", "br")
+    for second in ("com", "net", "org", "gov", "edu", "ac", "co", "ne", "or", "go", "idv", "info"))
+
+
+def site_of(url: str) -> str:
+    """The registered site of a URL: its last two labels (three under com.cn and the like);
+    IP addresses, localhost and single-label hosts are their own site, port included."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").rstrip(".").lower()
+    if not host:
+        return ""
+    labels = host.split(".")
+    if len(labels) < 2 or re.fullmatch(r"[\d.]+", host) or ":" in host:
+        return f"{host}:{parts.port}" if parts.port else host
+    keep = 3 if ".".join(labels[-2:]) in TWO_LEVEL_SUFFIXES else 2
+    return ".".join(labels[-keep:])
+
+
+def same_site(a: str, b: str) -> bool:
+    """True when both URLs belong to one registered site (a canonical may only point within it)."""
+    sa = site_of(a)
+    return bool(sa) and sa == site_of(b)
+
+
+def declared_canonical(response: Response) -> str | None:
+    """The absolute http(s) URL the page's <link rel=canonical> names, if any (not yet trusted)."""
     href = None
     if hasattr(response, "xpath"):
         href = response.xpath(
             '//link[translate(@rel, "CANOICL", "canoicl")="canonical"]/@href').get()
-    if href:
+    if not href:
+        return None
+    try:
         absolute = urljoin(response.url, href.strip())
-        if urlsplit(absolute).scheme in ("http", "https"):
-            return canonical_url(absolute)
+    except ValueError:
+        return None
+    return absolute if urlsplit(absolute).scheme in ("http", "https") else None
+
+
+def page_canonical_url(response: Response) -> str:
+    """<link rel=canonical> when it names a URL on the page's own site, else our canonical form.
+
+    A canonical on another site is only a claim (see canonical_claim): taking it as identity would let
+    any site give its page another site's page id and overwrite that page's stored text."""
+    declared = declared_canonical(response)
+    if declared and same_site(declared, response.url):
+        return canonical_url(declared)
     return canonical_url(response.url)
+
+
+def canonical_claim(response: Response) -> str | None:
+    """A cross-site canonical URL the page declares (recorded on the page, never used as its id)."""
+    declared = declared_canonical(response)
+    if declared and not same_site(declared, response.url):
+        return canonical_url(declared)
+    return None
 
 
 def page_id(canonical: str) -> str:

@@ -37,7 +37,7 @@ class DedupPipeline:
             return item  # fingerprinting switched off: nothing to compare
         doc = DedupDoc(a["page_id"], a.get("text") or "", a["content_hash"], int(a["simhash"]),
                        tuple(a.get("sketch") or ()), publish_date(a.get("published")), a.get("url"))
-        verdict, original_url = await run_blocking(self.crawler, self._decide, doc, a)
+        verdict, original_url, new_copy = await run_blocking(self.crawler, self._decide, doc, a)
         if not verdict.is_duplicate:
             a["dedup"] = {"kind": "unchanged" if verdict.kind == "unchanged" else "new", "spooled": verdict.spooled}
             if verdict.replaced:
@@ -46,21 +46,21 @@ class DedupPipeline:
             return item
         kind = _kind(verdict)
         self.stats.inc_value(st.dropped(kind))
-        raise DuplicateItem(kind, verdict.original, original_url, verdict.distance, verdict.coverage)
+        raise DuplicateItem(kind, verdict.original, original_url, verdict.distance, verdict.coverage, not new_copy)
 
-    def _decide(self, doc: DedupDoc, a: ItemAdapter) -> tuple[Verdict, str]:
-        """The engine's verdict and, for a copy, its record (one thread hand-off per page)."""
+    def _decide(self, doc: DedupDoc, a: ItemAdapter) -> tuple[Verdict, str, bool]:
+        """The engine's verdict and, for a copy, its record and whether it is new (one thread hand-off)."""
         verdict = self.engine.decide(doc)
         if not verdict.is_duplicate:
-            return verdict, ""
+            return verdict, "", False
         original_url = self.index.url_of(verdict.original) or f"page {verdict.original}"
-        self.store.record_duplicate({
+        new_copy = self.store.record_duplicate({
             "url": doc.url, "canonical_url": a.get("canonical_url"), "original_id": verdict.original,
             "original_url": original_url, "method": _kind(verdict), "distance": verdict.distance,
             "coverage": round(verdict.coverage, 4) if verdict.coverage is not None else None,
             "site": a.get("site"), "title": a.get("title"), "fetched": a.get("fetched"),
             "spider": a.get("spider"), "content_hash": doc.content_hash, "simhash": str(doc.simhash)})
-        return verdict, original_url
+        return verdict, original_url, new_copy
 
 
 def _kind(verdict: Verdict) -> str:

@@ -10,9 +10,10 @@ class DuplicateItem(DropItem):
     """A copy of a kept page: kind (exact | near | passages), the original, distance or coverage."""
 
     def __init__(self, kind: str, original_id: str | None, original_url: str,
-                 distance: int | None = None, coverage: float | None = None) -> None:
+                 distance: int | None = None, coverage: float | None = None, known: bool = False) -> None:
         self.kind, self.original_id, self.original_url = kind, original_id, original_url
         self.distance, self.coverage = distance, coverage
+        self.known = known  # recorded by an earlier crawl already (its drop line goes to DEBUG)
         if kind == "exact":
             message = f"exact duplicate of {original_url}"
         elif kind == "passages":

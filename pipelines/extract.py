@@ -17,7 +17,8 @@ FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author"
 
 
 class ExtractPipeline:
-    """Item pipeline: fills title/text/published/author/language/encoding from item['body'] and drops the bytes."""
+    """Item pipeline: fills title/text/published/author/language/encoding from item['body'] (the bytes stay
+    for match evidence until StorePipeline)."""
 
     def __init__(self, stats: Any = None, min_chars: int = MIN_CHARS, fast: bool = False,
                  max_bytes: int = MAX_BYTES) -> None:
@@ -45,8 +46,6 @@ class ExtractPipeline:
             raise SkippedItem(exc.reason, f"no article body: {exc.message}") from None
         for field, attr in FIELDS:
             adapter[field] = getattr(result, attr)
-        if "body" in adapter:
-            del adapter["body"]
         self._inc("extract/ok")
         return item
 

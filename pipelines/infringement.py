@@ -11,6 +11,7 @@ from scrapy.exceptions import NotConfigured
 
 from pipelines import stats
 from pipelines._store import run_blocking, store_for
+from storage.errors import StorageUnavailable
 from storage.sources import SourceLibrary
 
 logger = logging.getLogger(__name__)
@@ -61,8 +62,10 @@ class InfringementPipeline:
     def _matches(self, item: dict) -> list[dict]:
         """Match records for one page (runs in a store thread: Redis lookups and CPU work)."""
         records = []
+        source_texts: dict[str, str] = {}
         for m in self.library.match(item["text"]):
             source = self.source(m["source_id"]) or {}
+            source_texts[m["source_id"]] = str(source.get("text") or "")
             if self._licensed(m["source_id"], source, item.get("site")):
                 self.crawler.stats.inc_value(stats.MATCHES_LICENSED)
                 continue
@@ -76,15 +79,37 @@ class InfringementPipeline:
                 "source_spans": [list(s) for s in m["source_spans"]],
                 "suspect_spans": [list(s) for s in m["suspect_spans"]]})
         for record in records:
-            self.store.upsert_match(record)
+            match_id = self.store.upsert_match(record)
+            if not match_id:
+                logger.warning("match of %s spooled (MongoDB away): no evidence snapshot kept for it", item["url"])
+                continue
+            snapshot = self._snapshot(item, record, source_texts.get(record["source_id"], ""))
+            try:
+                self.store.add_evidence(match_id, snapshot)
+            except StorageUnavailable as exc:
+                logger.warning("no evidence snapshot for match %s of %s: %s", match_id, item["url"], exc)
+                self.crawler.stats.inc_value(stats.EVIDENCE_MISSING)
         return records
+
+    @staticmethod
+    def _snapshot(item: dict, record: dict, source_text: str) -> dict:
+        """What the match rests on, as fetched: raw bytes, headers, final URL, text and the passages."""
+        text = item["text"]
+        passages = [{"suspect_span": list(sus), "source_span": list(src), "suspect_text": text[sus[0]:sus[1]],
+                     "source_text": source_text[src[0]:src[1]]}
+                    for sus, src in zip(record["suspect_spans"], record["source_spans"])]
+        return {**{k: record.get(k) for k in ("suspect_url", "source_id", "source_title", "score", "methods",
+                                               "suspect_spans", "source_spans")},
+                "raw": item.get("body") or b"", "headers": item.get("headers") or {}, "status": item.get("status"),
+                "fetched": item.get("fetched"), "final_url": item["url"], "text": text, "passages": passages}
 
     async def process_item(self, item: Any) -> Any:
         """Record matches of this page against the source library; the item always passes on."""
         a = ItemAdapter(item)
         if not a.get("text") or self._library_empty():
             return item
-        fields = {k: a.get(k) for k in ("url", "page_id", "site", "title", "fetched", "text")}
+        fields = {k: a.get(k) for k in ("url", "page_id", "site", "title", "fetched", "text", "body", "headers",
+                                        "status")}
         records = await run_blocking(self.crawler, self._matches, fields)
         if records:
             a["matches"] = [{"source_id": r["source_id"], "score": r["score"]} for r in records]

@@ -16,6 +16,7 @@ UNCHANGED = f"{PREFIX}/unchanged"               # re-crawled pages already store
 MATCHED = f"{PREFIX}/matched"                      # pages with at least one match
 MATCHES = f"{PREFIX}/matches"                      # match records
 MATCHES_LICENSED = f"{PREFIX}/matches_licensed"    # matches of a source licensed to the page's site
+EVIDENCE_MISSING = f"{PREFIX}/evidence_missing"    # matches whose evidence snapshot could not be written
 REPLACED_ORIGINAL = f"{PREFIX}/replaced_original"  # a copy published earlier took its original's place
 RESUME_REQUEUED = f"{PREFIX}/resume/requeued"
 LIST_PAGES = f"{PREFIX}/list_pages"     # pages read for their links only

@@ -43,6 +43,8 @@ class StorePipeline:
         a = ItemAdapter(item)
         page_id = await run_blocking(self.crawler, self.store.save_page, self.document(item))
         a["page_id"] = page_id or a.get("page_id")
+        for field in ("body", "headers"):  # raw bytes were kept for match evidence; feeds get no bytes
+            a.pop(field, None)
         unchanged = (a.get("dedup") or {}).get("kind") == "unchanged"
         self.crawler.stats.inc_value(stats.UNCHANGED if unchanged else stats.STORED)
         if self.log_stored and not unchanged:

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.cmd == "start":
             for name, info in srv.ensure_all(config.var_path).items():
-                print(f"{name}: {info.uri} (pid {info.pid})")
+                print(f"{name}: {info.shown_uri} (pid {info.pid})")
             return 0
         if args.cmd == "purge" and not (args.site or args.url or args.before):
             p.error("purge needs --site, --url or --before")

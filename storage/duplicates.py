@@ -15,8 +15,9 @@ METHODS = ("exact", "near", "passages")
 class DuplicateStore(Connection):
     """Record a copy of a kept page; list the clusters of an original and its copies."""
 
-    def record_duplicate(self, doc: dict) -> None:
-        """Remember that doc["url"] copies doc["original_id"] (method exact|near|passages, distance); upsert by url."""
+    def record_duplicate(self, doc: dict) -> bool:
+        """Remember that doc["url"] copies doc["original_id"] (method exact|near|passages, distance); upsert by url.
+        True when the copy was not recorded before (a re-crawl finds it again)."""
         if not doc.get("url") or not doc.get("original_id"):
             raise BadDocument("a duplicate needs 'url' and 'original_id'")
         if doc.get("method", "near") not in METHODS:
@@ -30,9 +31,11 @@ class DuplicateStore(Connection):
         d["fetched"] = to_date(d["fetched"]) if d.get("fetched") else now()
         d = fit_bson(d)
         try:
-            self._retry("mongo", self.duplicates.update_one, {"url": d["url"]}, {"$set": d}, upsert=True)
+            res = self._retry("mongo", self.duplicates.update_one, {"url": d["url"]}, {"$set": d}, upsert=True)
         except StorageUnavailable:
             self._spool("record_duplicate", doc=d)
+            return True
+        return res.upserted_id is not None
 
     def cluster_of(self, key: str) -> dict | None:
         """The cluster a page belongs to: its original (by page id, URL, or the URL of one of its copies)

@@ -2,6 +2,7 @@
 copy to original (replace_original)."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Iterator
 
 import redis
@@ -13,7 +14,8 @@ from .duplicates import DuplicateStore
 from .errors import BadDocument, StorageUnavailable
 from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_signed64, to_unsigned64
 
-PAGE_TEXT_FIELDS = ("url", "canonical_url", "site", "title", "text", "author", "spider")
+log = logging.getLogger(__name__)
+PAGE_TEXT_FIELDS = ("url", "canonical_url", "canonical_claim", "site", "title", "text", "author", "spider")
 
 
 def page_doc(doc: dict) -> dict:
@@ -59,6 +61,9 @@ class PageStore(DuplicateStore):
             pass
 
     def _save_page(self, d: dict) -> str:
+        held = self.pages.find_one({"_id": d["_id"]}, {"url": 1})
+        if held is not None and held.get("url") != d["url"]:
+            d = self._id_conflict(d, held["url"])
         try:
             self.pages.replace_one({"_id": d["_id"]}, d, upsert=True)
             return str(d["_id"])
@@ -75,6 +80,12 @@ class PageStore(DuplicateStore):
                 except (redis.RedisError, ValueError):
                     pass
             return str(old["_id"])
+
+    def _id_conflict(self, d: dict, held_url: str) -> dict:
+        """The id is another URL's page: keep that page as it is and store this one under a new id,
+        recording which id and URL it claimed (a stored page is never overwritten by another URL)."""
+        log.warning("page %s claims id %s of %s; stored under a new id instead", d["url"], d["_id"], held_url)
+        return {**d, "_id": to_oid(new_id()), "id_conflict": {"claimed_id": str(d["_id"]), "held_by": held_url}}
 
     def get_page(self, page_id: str) -> dict | None:
         """One page by id (simhash unsigned again), or None."""

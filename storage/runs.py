@@ -53,13 +53,14 @@ class RunStore(Connection):
         return len(docs)
 
     def find_outcomes(self, run_id: str | None = None, outcome: str | None = None, reason: str | None = None,
-                      url: str | None = None, limit: int = 0) -> Iterator[dict]:
+                      url: str | None = None, limit: int = 0, skip: int = 0) -> Iterator[dict]:
         """Outcomes in the order they were recorded, filtered by run, outcome, reason and URL."""
         q: dict[str, Any] = {}
         for field, value in (("run", run_id), ("outcome", outcome), ("reason", reason), ("url", url)):
             if value:
                 q[field] = str(value)
-        yield from self.outcomes.find(q, {"_id": 0}).sort([("at", 1), ("_id", 1)]).limit(max(0, int(limit)))
+        cur = self.outcomes.find(q, {"_id": 0}).sort([("at", 1), ("_id", 1)])
+        yield from cur.skip(max(0, int(skip))).limit(max(0, int(limit)))
 
     def outcome_counts(self, run_id: str) -> dict[str, dict[str, int]]:
         """{outcome: {reason: count}} of one run."""

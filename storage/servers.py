@@ -6,6 +6,12 @@ same time) read those files and reuse the server. A stale file (pid dead or port
 is cleaned and the server restarted on the same data, preferably on the same port. An ``flock``
 on ``var/run/servers.lock`` keeps two processes from starting two servers at once; the kernel drops
 the lock when its holder dies, so a crash never leaves a stale lock behind.
+
+Both servers need credentials: generated on first start and kept in ``var/credentials.json`` (mode
+0600; var/ and its directories are 0700 and the servers run under umask 077). Redis gets its password
+from a 0600 config file (never on a command line, where `ps` would show it); SecantusDB runs with
+``--auth`` (SCRAM-SHA-256) after a one-time provisioning start that creates the user (SecantusDB has
+no localhost exception, so that start listens without auth on a fresh port for a few seconds).
 """
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ from .errors import StorageUnavailable
 
 NAMES = ("redis", "mongo")
 START_TIMEOUT = 30.0
+MONGO_USER = "zhdedup"
+CREDENTIALS = "credentials.json"
 
 
 @dataclass
@@ -39,15 +47,73 @@ class ServerInfo:
     running: bool
     data_dir: str
     log_file: str
+    secret: str | None = None   # the server's password (None: a server from before credentials)
 
     @property
     def uri(self) -> str | None:
-        """Connection URI of the running server (None when not running)."""
+        """Connection URI of the running server, with its credentials (None when not running)."""
         if not self.port:
             return None
-        if self.name == "redis":
-            return f"redis://127.0.0.1:{self.port}/0"
-        return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
+        return server_uri(self.name, self.port, self.secret)
+
+    @property
+    def shown_uri(self) -> str | None:
+        """The URI with its password masked, for status output and logs."""
+        if not self.port:
+            return None
+        return server_uri(self.name, self.port, "***" if self.secret else None)
+
+
+def server_uri(name: str, port: int, secret: str | None) -> str:
+    """The URI a client connects with (passwords are URL-safe tokens, no quoting needed)."""
+    if name == "redis":
+        return f"redis://:{secret}@127.0.0.1:{port}/0" if secret else f"redis://127.0.0.1:{port}/0"
+    if secret:
+        return (f"mongodb://{MONGO_USER}:{secret}@127.0.0.1:{port}/?directConnection=true"
+                "&authSource=admin&authMechanism=SCRAM-SHA-256")
+    return f"mongodb://127.0.0.1:{port}/?directConnection=true"
+
+
+def private_dir(path: Path) -> Path:
+    """Create a directory only its owner may enter (0700), tightening an existing one."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def credentials(var_dir: Path, create: bool = True) -> dict[str, str]:
+    """The servers' passwords from var/credentials.json (0600), generated on first use."""
+    path = Path(var_dir) / CREDENTIALS
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        if not create:
+            return {}
+    except (OSError, ValueError) as e:
+        raise StorageUnavailable("embedded servers", f"cannot read {path}: {e}",
+                                 f"restore it from a backup, or remove it and {Path(var_dir) / 'mongo'} to start afresh")
+    import secrets
+
+    creds = {"redis": secrets.token_urlsafe(24), "mongo": secrets.token_urlsafe(24)}
+    private_dir(Path(var_dir))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(creds, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)  # readers outside the start lock see no file or the whole file
+    return creds
+
+
+def _tighten(data_dir: Path) -> None:
+    """Data written before credentials existed (0644 files) becomes owner-only too."""
+    for root, dirs, files in os.walk(data_dir):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o700)
+        for f in files:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(root, f), 0o600)
 
 
 def _run_dir(var_dir: Path) -> Path:
@@ -57,9 +123,9 @@ def _run_dir(var_dir: Path) -> Path:
 @contextlib.contextmanager
 def server_lock(var_dir: Path) -> Iterator[None]:
     """Hold the inter-process lock that serialises starting and stopping the servers."""
-    run = _run_dir(var_dir)
-    run.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run / "servers.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    private_dir(Path(var_dir))
+    run = private_dir(_run_dir(var_dir))
+    fd = os.open(run / "servers.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -109,8 +175,8 @@ def pid_alive(pid: int | None, name: str | None = None) -> bool:
     return True
 
 
-def port_answers(name: str, port: int | None, timeout: float = 1.0) -> bool:
-    """True if the server on 127.0.0.1:port answers a ping in its own protocol."""
+def port_answers(name: str, port: int | None, timeout: float = 1.0, secret: str | None = None) -> bool:
+    """True if the server on 127.0.0.1:port answers a ping in its own protocol (with its password)."""
     if not port:
         return False
     try:
@@ -120,11 +186,11 @@ def port_answers(name: str, port: int | None, timeout: float = 1.0) -> bool:
             from redis.backoff import NoBackoff
             from redis.retry import Retry
 
-            return bool(redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout,
+            return bool(redis.Redis(host="127.0.0.1", port=port, password=secret, socket_timeout=timeout,
                                     socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)).ping())
         import pymongo
 
-        client = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true",
+        client = pymongo.MongoClient(server_uri(name, port, secret),
                                      serverSelectionTimeoutMS=int(timeout * 1000),
                                      connectTimeoutMS=int(timeout * 1000))
         try:
@@ -170,14 +236,25 @@ def redis_executable() -> str:
     return exe
 
 
-def _command(name: str, port: int, data_dir: Path) -> list[str]:
+def _redis_conf(var_dir: Path, secret: str) -> Path:
+    """A 0600 config file holding Redis's password, so it never shows in a process list."""
+    path = _run_dir(var_dir) / "redis.conf"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"requirepass {secret}\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def _command(name: str, port: int, data_dir: Path, conf: Path | None = None, auth: bool = True) -> list[str]:
     if name == "redis":
-        return [redis_executable(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
+        head = [redis_executable()] + ([str(conf)] if conf else [])
+        return head + ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
                 "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--daemonize", "no",
                 "--protected-mode", "no", "--maxmemory-policy", "noeviction",
                 "--hash-max-ziplist-entries", "1024"]
     return [sys.executable, "-c", "import sys; from secantus.cli import main; sys.exit(main())", "--host", "127.0.0.1", "--port", str(port),
-            "--storage-path", str(data_dir), "--cache-size", "256M", "--log-level", "WARNING"]
+            "--storage-path", str(data_dir), "--cache-size", "256M", "--log-level", "WARNING"] + (["--auth"] if auth else [])
 
 
 def info(var_dir: str | os.PathLike, name: str) -> ServerInfo:
@@ -186,13 +263,14 @@ def info(var_dir: str | os.PathLike, name: str) -> ServerInfo:
     run = _run_dir(var_dir)
     pid = _read_int(run / f"{name}.pid")
     port = _read_int(run / f"{name}.port")
-    running = pid_alive(pid, name) and port_answers(name, port)
-    return ServerInfo(name, pid, port, running, str(var_dir / name), str(var_dir / "log" / f"{name}.log"))
+    secret = credentials(var_dir, create=False).get(name)
+    running = pid_alive(pid, name) and port_answers(name, port, secret=secret)
+    return ServerInfo(name, pid, port, running, str(var_dir / name), str(var_dir / "log" / f"{name}.log"), secret)
 
 
 def _spawn(cmd: list[str], log: Path) -> int:
     """Start cmd detached (own session, reparented to init) and return its pid."""
-    shell = f"{shlex.join(cmd)} >>{shlex.quote(str(log))} 2>&1 </dev/null & echo $!"
+    shell = f"umask 077; {shlex.join(cmd)} >>{shlex.quote(str(log))} 2>&1 </dev/null & echo $!"
     out = subprocess.run(["/bin/sh", "-c", shell], capture_output=True, text=True, check=True,
                          start_new_session=True, cwd=str(log.parent))
     return int(out.stdout.strip())
@@ -224,23 +302,60 @@ def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
     cur = info(var_dir, name)
     if cur.running:
         return cur
+    secret = credentials(var_dir)[name]
     if pid_alive(cur.pid, name):
         # Alive but not answering: give it time (loading its data, or a busy machine), then replace it.
         deadline = time.monotonic() + 15.0
         while time.monotonic() < deadline:
-            if port_answers(name, cur.port):
+            if port_answers(name, cur.port, secret=secret):
                 return info(var_dir, name)
             time.sleep(0.1)
         _kill(cur.pid, name)
     _clean(var_dir, name)
-    data_dir = var_dir / name
-    data_dir.mkdir(parents=True, exist_ok=True)
-    (var_dir / "log").mkdir(parents=True, exist_ok=True)
+    data_dir = private_dir(var_dir / name)
+    _tighten(data_dir)
+    private_dir(var_dir / "log")
     port = cur.port if cur.port and _port_free(cur.port) else _free_port()
     log = var_dir / "log" / f"{name}.log"
-    pid = _spawn(_command(name, port, data_dir.resolve()), log.resolve())
+    if name == "mongo" and not (data_dir / ".zhdedup-auth").exists():
+        _provision_mongo(var_dir, data_dir, secret, log)
+    conf = _redis_conf(var_dir, secret) if name == "redis" else None
+    pid = _start(_command(name, port, data_dir.resolve(), conf), name, port, secret, log)
+    run = _run_dir(var_dir)
+    _write_atomic(run / f"{name}.port", f"{port}\n")
+    _write_atomic(run / f"{name}.pid", f"{pid}\n")
+    return ServerInfo(name, pid, port, True, str(data_dir), str(log), secret)
+
+
+def _provision_mongo(var_dir: Path, data_dir: Path, secret: str, log: Path) -> None:
+    """Create (or re-key) SecantusDB's user: one start without --auth on a fresh port, then stop."""
+    import pymongo
+    from pymongo.errors import OperationFailure
+
+    port = _free_port()
+    pid = _start(_command("mongo", port, data_dir.resolve(), auth=False), "mongo", port, None, log)
+    try:
+        client = pymongo.MongoClient(server_uri("mongo", port, None), serverSelectionTimeoutMS=5000)
+        try:
+            roles = [{"role": "root", "db": "admin"}]
+            try:
+                client.admin.command("createUser", MONGO_USER, pwd=secret, roles=roles)
+            except OperationFailure:  # the user exists (credentials file restored): set its password
+                client.admin.command("updateUser", MONGO_USER, pwd=secret, roles=roles)
+        finally:
+            client.close()
+    finally:
+        _kill(pid, "mongo")
+    fd = os.open(data_dir / ".zhdedup-auth", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("SecantusDB user provisioned; its password is in ../credentials.json\n")
+
+
+def _start(cmd: list[str], name: str, port: int, secret: str | None, log: Path) -> int:
+    """Spawn a server and wait until it answers on its port; a clear error with the log's tail if not."""
+    pid = _spawn(cmd, log.resolve())
     deadline = time.monotonic() + START_TIMEOUT
-    while not port_answers(name, port, timeout=0.5):
+    while not port_answers(name, port, timeout=0.5, secret=secret):
         if not pid_alive(pid, name) or time.monotonic() > deadline:
             _kill(pid, name)
             tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
@@ -248,10 +363,7 @@ def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
                 "Redis" if name == "redis" else "MongoDB (SecantusDB)",
                 f"the embedded server did not start on 127.0.0.1:{port}; see {log}\n{tail}")
         time.sleep(0.05)
-    run = _run_dir(var_dir)
-    _write_atomic(run / f"{name}.port", f"{port}\n")
-    _write_atomic(run / f"{name}.pid", f"{pid}\n")
-    return ServerInfo(name, pid, port, True, str(data_dir), str(log))
+    return pid
 
 
 def ensure(var_dir: str | os.PathLike, name: str) -> ServerInfo:

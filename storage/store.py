@@ -5,7 +5,8 @@ MongoDB is the truth (pages, duplicates, sources, matches, runs, users); Redis i
 be rebuilt from it (`rebuild_index`). Store is assembled from one class per concern, each in its own
 module on top of `Connection` (clients, retry with backoff, restarts, spool): `DedupStore` (dedup.py),
 `PageStore` (pages.py), `DuplicateStore` (duplicates.py), `RunStore` (runs.py), `SourceStore`
-(catalog.py), `MatchStore` (matches.py, matchlist.py), `UserStore` (users.py) and `MaintenanceStore`
+(catalog.py), `MatchStore` (matches.py, matchlist.py), `UserStore` (users.py), `EvidenceStore`
+(evidence.py: the hash-chained evidence log) and `MaintenanceStore`
 (maintenance.py: rebuild, reconcile, purge, status, spool replay). What they share (ids, times,
 statuses, MongoDB indexes) is in schema.py; document checks in documents.py.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from .config import StoreConfig
 from .errors import StorageUnavailable
+from .evidence import EvidenceStore
 from .maintenance import MaintenanceStore
 from .schema import now, to_oid, to_signed64, to_unsigned64
 from . import servers as srv
@@ -21,8 +23,9 @@ from .users import UserStore
 __all__ = ["Store", "open_store", "resolve_servers", "now", "to_oid", "to_signed64", "to_unsigned64"]
 
 
-class Store(MaintenanceStore, UserStore):
-    """Every read and write of pages, duplicates, sources, matches, runs and users, plus the Redis index."""
+class Store(MaintenanceStore, UserStore, EvidenceStore):
+    """Every read and write of pages, duplicates, sources, matches, runs, users and match evidence,
+    plus the Redis index."""
 
 
 def resolve_servers(config: StoreConfig) -> tuple[str, str, dict[str, bool]]:

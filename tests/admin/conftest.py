@@ -90,7 +90,7 @@ def sample(store: Any) -> dict[str, Any]:
         "source_coverage": 0.625, "suspect_coverage": 0.9,
         "suspect_spans": [[pre, pre + 300], [mid, mid + 200]], "source_spans": [[100, 400], [500, 700]],
         "methods": ["dna", "winnow"]})
-    xss_page = store.save_page({"url": "http://evil.example/x", "site": "evil.example", "title": XSS_TITLE,
+    xss_page = store.save_page({"url": XSS_URL, "site": "evil.example", "title": XSS_TITLE,
                                 "text": XSS_TEXT + src[:300]})
     xss_id = store.upsert_match({
         "suspect_url": XSS_URL, "suspect_page_id": xss_page, "site": "evil.example",

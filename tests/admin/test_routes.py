@@ -36,7 +36,7 @@ def test_anonymous_post_changes_nothing(app, store, sample):
     resp = c.post(f"/matches/{sample['match_id']}/review", data={"action": "confirm", "csrf_token": token})
     assert resp.status_code == 302 and "/login" in resp.headers["Location"]
     assert store.get_match(sample["match_id"])["status"] == "new"
-    assert c.post("/sources/sgyy-1/remove", data={"csrf_token": token}).status_code == 302
+    assert c.post("/sources/remove", data={"id": "sgyy-1", "csrf_token": token}).status_code == 302
     assert store.get_source("sgyy-1") is not None
 
 
@@ -271,10 +271,10 @@ def test_sources_add_paste_upload_remove(client, store, sample):
     assert client.post("/sources/add", data={"file": (io.BytesIO(b"x"), "a.pdf"), "csrf_token": token},
                        content_type="multipart/form-data").status_code == 303
     assert len(store.list_sources()) == 7
-    assert client.post("/sources/j1/remove", data={"csrf_token": token}).status_code == 303
+    assert client.post("/sources/remove", data={"id": "j1", "csrf_token": token}).status_code == 303
     assert store.get_source("j1") is None
-    assert client.post("/sources/nope/remove", data={"csrf_token": token}).status_code == 404
-    assert client.post("/sources/j2/remove").status_code == 400  # CSRF
+    assert client.post("/sources/remove", data={"id": "nope", "csrf_token": token}).status_code == 404
+    assert client.post("/sources/remove", data={"id": "j2"}).status_code == 400  # CSRF
     assert store.get_source("j2") is not None
 
 
@@ -322,3 +322,25 @@ def test_dashboard_computes_in_background_then_serves_cache(app, client, sample)
         html = client.get("/dashboard/").get_data(as_text=True)
     assert "Numbers as of" in html and "<svg" in html
     assert "fiction" in first  # recent runs are shown even before the numbers are ready
+
+
+def test_run_outcomes_page_filters_and_escapes(client, store):
+    """A crawl run's outcomes, filtered by outcome and reason; hostile URLs stay text; bad filters are 400s."""
+    run_id = store.start_run("news")
+    store.record_outcomes(run_id, [
+        {"url": "http://a.example/1.html", "outcome": "stored", "reason": "", "fetched": True},
+        {"url": "http://a.example/list.html", "outcome": "skipped", "reason": "list_page", "fetched": True},
+        {"url": "http://b.example/1.html", "outcome": "duplicate", "reason": "exact", "fetched": True,
+         "original_url": "http://a.example/1.html"},
+        {"url": 'http://a.example/<script>alert(1)</script>', "outcome": "failed", "reason": "http_404",
+         "fetched": True}])
+    store.finish_run(run_id, {"fetched": 4, "outcome/stored": 1, "outcome/skipped": 1})
+    listing = client.get("/runs/").get_data(as_text=True)
+    assert f"/runs/{run_id}/" in listing
+    page = client.get(f"/runs/{run_id}/?outcome=skipped&reason=list_page").get_data(as_text=True)
+    assert "http://a.example/list.html" in page and "http://b.example/1.html" not in page
+    every = client.get(f"/runs/{run_id}/").get_data(as_text=True)
+    assert "<script>alert(1)" not in every and "&lt;script&gt;" in every
+    for bad in ("?outcome=nosuch", "?reason=%3Cx%3E", "?page=0", "?page=%C2%B2"):
+        assert client.get(f"/runs/{run_id}/{bad}").status_code == 400, bad
+    assert client.get("/runs/not-an-id/").status_code == 404

@@ -171,3 +171,18 @@ def test_storage_lists_outcomes_pages_and_clusters(crawled, sites):
     cluster = json.loads(cli("duplicates", "--of", y + y_paths()["exact"], "--json")[0])
     assert cluster["original"]["url"] == x + x_paths()["utf8"]
     assert {c["url"] for c in cluster["copies"]} >= {y + y_paths()["exact"]}
+
+
+def test_a_recrawl_counts_unchanged_pages_and_keeps_known_copies_quiet(crawled, sites, tmp_path):
+    """Crawling Y again: its original is unchanged (not stored again), its copies are dropped without INFO lines."""
+    store, _, y_first = crawled
+    from tests.crawler.conftest import Crawler
+
+    again = Crawler(store.config, tmp_path)("news", start_urls=sites.base("y") + "/")
+    assert again.counts.get("stored", 0) == 0 and again.counts["unchanged"] == y_first.counts["stored"] == 1
+    assert again.counts["dropped/exact"] == 2
+    copy = sites.base("y") + y_paths()["exact"]
+    assert f"Dropped {copy}" in y_first.log and f"Dropped {copy}" not in again.log
+    assert "unchanged (re-crawl) 1" in again.log
+    runs = store.list_runs()
+    assert runs[0]["counts"]["outcome/unchanged"] == 1

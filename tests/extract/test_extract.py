@@ -231,7 +231,7 @@ def test_gold_average_f1_and_no_page_much_worse_than_trafilatura() -> None:
 
 # --- Scrapy pipeline and CLI ---------------------------------------------------------------------
 
-def test_pipeline_fills_fields_drops_body_and_counts() -> None:
+def test_pipeline_fills_fields_keeps_body_and_counts() -> None:
     from scrapy.utils.test import get_crawler
 
     from pipelines.drops import SkippedItem
@@ -242,7 +242,7 @@ def test_pipeline_fills_fields_drops_body_and_counts() -> None:
     item = {"url": "https://news.163.com/19/0907/a.html", "body": page(P1, P2).encode("gbk"),
             "headers": {"content-type": "text/html; charset=gbk"}}
     out = pipe.process_item(item)
-    assert "body" not in out and P1 in out["text"] and out["encoding"] == "gb18030"
+    assert out["body"] and P1 in out["text"] and out["encoding"] == "gb18030"
     assert out["title"] and "language" in out and "published" in out and "author" in out
     assert crawler.stats.get_value("extract/ok") == 1
     with pytest.raises(SkippedItem, match="^no article body: binary content") as err:

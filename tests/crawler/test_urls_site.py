@@ -1,0 +1,40 @@
+"""Canonical URLs only within the page's own site; a cross-site canonical is a claim, not an identity."""
+from __future__ import annotations
+
+import pytest
+from scrapy.http import HtmlResponse
+
+from crawler.urls import canonical_claim, page_canonical_url, page_id, same_site, site_of
+
+
+def page(url: str, canonical: str) -> HtmlResponse:
+    body = f'<html><head><link rel="Canonical" href="{canonical}"></head><body>x</body></html>'
+    return HtmlResponse(url, body=body.encode(), encoding="utf-8")
+
+
+@pytest.mark.parametrize("url,site", [
+    ("http://news.sina.com.cn/a.html", "sina.com.cn"), ("https://www.example.com/x", "example.com"),
+    ("http://m.bbc.co.uk/", "bbc.co.uk"), ("http://127.0.0.1:8001/a", "127.0.0.1:8001"),
+    ("http://localhost:5000/", "localhost:5000"), ("http://[::1]:80/", "::1:80"), ("about:blank", ""),
+])
+def test_site_of(url, site):
+    assert site_of(url) == site
+
+
+def test_same_site_rules():
+    assert same_site("http://news.sina.com.cn/a", "https://www.sina.com.cn/b")
+    assert not same_site("http://sina.com.cn/a", "http://sohu.com.cn/a")
+    assert not same_site("http://127.0.0.1:8001/a", "http://127.0.0.1:8002/a")
+
+
+def test_cross_site_canonical_is_only_a_claim():
+    r = page("http://127.0.0.1:8002/copy.html", "http://127.0.0.1:8001/news/a4.html")
+    assert page_canonical_url(r) == "http://127.0.0.1:8002/copy.html"
+    assert canonical_claim(r) == "http://127.0.0.1:8001/news/a4.html"
+    assert page_id(page_canonical_url(r)) != page_id("http://127.0.0.1:8001/news/a4.html")
+
+
+def test_same_site_canonical_is_used():
+    r = page("http://m.example.com/a4.html?utm_source=x", "http://www.example.com/news/a4.html")
+    assert page_canonical_url(r) == "http://www.example.com/news/a4.html"
+    assert canonical_claim(r) is None
