@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -14,6 +15,8 @@ from benchmarks.accuracy.corpus import data_dir  # noqa: E402
 from benchmarks.accuracy.pairs import Config, build  # noqa: E402
 from fingerprint.neardup import DedupDoc, DedupEngine  # noqa: E402
 from storage.dedup_index import RedisDedupIndex  # noqa: E402
+
+BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
 
 
 def _verdict(engine: DedupEngine, doc: DedupDoc) -> tuple:
@@ -24,6 +27,7 @@ def _verdict(engine: DedupEngine, doc: DedupDoc) -> tuple:
 
 
 @pytest.mark.slow
+@BOTH
 def test_memory_and_redis_indexes_give_every_verdict_alike(store):
     try:
         ls = build(Config(5, 5, 20), data_dir(None))
