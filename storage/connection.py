@@ -56,6 +56,15 @@ def redis_client(url: str, **kwargs: Any) -> redis.Redis | RedisCluster:
     return RedisCluster.from_url(url, **kwargs)
 
 
+def is_cluster_url(url: str, timeout: float = 2.0) -> bool:
+    """True when the Redis at url is a cluster node (False too when it does not answer)."""
+    probe = redis_client(url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
+    try:
+        return isinstance(probe, RedisCluster)
+    finally:
+        probe.close()
+
+
 class Connection:
     """Both clients, their collections and indexes, and the retry/restart/spool policy every write uses."""
 
