@@ -455,6 +455,13 @@ def is_cluster(client: Any) -> bool:
     return isinstance(client, RedisCluster)
 
 
+def used_memory(client: Any) -> int:
+    """Bytes Redis uses (summed over a cluster's primaries)."""
+    if is_cluster(client):
+        return sum(int(i["used_memory"]) for i in client.info("memory", target_nodes=RedisCluster.PRIMARIES).values())
+    return int(client.info("memory")["used_memory"])
+
+
 def check_prefix(prefix: str) -> None:
     """A key prefix with braces would replace the hash tags that spread the index over the shards."""
     if "{" in prefix or "}" in prefix:
@@ -543,6 +550,13 @@ class RedisSeedIndex:
                 if members:
                     out[h] = sorted((m[4:].decode("utf-8"), struct.unpack(">I", m[:4])[0]) for m in members)
         return out
+
+    def indexed(self, doc_ids: Sequence[str]) -> list[bool]:
+        """Whether each document's seeds are in the index (its ``seeddoc:`` record exists)."""
+        pipe = self.r.pipeline(transaction=False)
+        for doc_id in doc_ids:
+            pipe.exists(f"{self.prefix}seeddoc:{doc_id}")
+        return [bool(x) for x in pipe.execute()] if doc_ids else []
 
     def clear(self) -> int:
         """Delete the whole seed index."""

@@ -6,6 +6,7 @@ import opencc
 import pytest
 
 from storage.sources import SourceLibrary
+
 BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "fiction_classics_dev.jsonl"
