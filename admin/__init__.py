@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any, Mapping
 
 import logging
+import re
+import time
 
 import redis
 from flask import Flask, Response, current_app, g, render_template, request
@@ -57,6 +59,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         STORE=None,
         LOGIN_MAX_FAILURES=5,
         LOGIN_WINDOW_SECONDS=900,
+        STORE_CHECK_SECONDS=2.0,   # how often an opened store checks where the embedded servers listen
     )
     if config:
         app.config.update(config)
@@ -87,11 +90,28 @@ def _unavailable(exc: Exception) -> tuple[Any, int]:
         server, detail, hint = exc.server, exc.detail, exc.hint
     else:
         server = "MongoDB" if isinstance(exc, ConnectionFailure) else "Redis"
-        detail, hint = f"{type(exc).__name__}: {exc}", "run `python -m storage status`"
+        detail, hint = f"{type(exc).__name__}: {exc}", None
+    hint = _start_hint(server) or hint
     log.warning("admin: %s unavailable (%s)", server, detail)
     if request.path.startswith("/api/"):
         return {"error": f"{server} is unavailable", "detail": detail, "hint": hint}, 503
     return render_template("errors/unavailable.html", server=server, detail=detail, hint=hint), 503
+
+
+def _start_hint(server: str) -> str | None:
+    """How to start the server that is down: the embedded one with `python -m storage start`."""
+    try:
+        config = _config()
+    except Exception:  # noqa: BLE001 - a hint must never turn the 503 page into a 500
+        return None
+    name = "mongo" if "MongoDB" in server else "redis" if "Redis" in server else None
+    if name is None:
+        return None
+    uri = config.mongo_uri if name == "mongo" else config.redis_url
+    if not uri:
+        return "start it with `python -m storage start` (a crawl starts it too), then reload this page"
+    shown = re.sub(r"//[^/@]*@", "//***@", uri)  # never put credentials on a page
+    return f"start the server at {shown} ({'MONGO_URI' if name == 'mongo' else 'REDIS_URL'}), then reload this page"
 
 
 def _drop_store() -> None:
@@ -135,7 +155,10 @@ def get_store() -> Any:
     """
     ext = current_app.extensions
     store = ext.get("zhdedup_store")
-    if store is not None and current_app.config.get("STORE") is None and not g.get("store_checked"):
+    if store is not None and current_app.config.get("STORE") is None and not g.get("store_checked") \
+            and time.monotonic() >= ext.get("zhdedup_store_next_check", 0.0):
+        # at most every STORE_CHECK_SECONDS: asking the servers costs a connection each
+        ext["zhdedup_store_next_check"] = time.monotonic() + current_app.config["STORE_CHECK_SECONDS"]
         if _moved(store):
             _drop_store()
             store = None

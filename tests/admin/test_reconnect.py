@@ -24,7 +24,9 @@ def _hold(port: int) -> socket.socket:
     return s
 
 
-def test_admin_answers_503_while_a_server_is_down_and_reconnects(tmp_path: Path):
+@pytest.mark.parametrize("check_seconds", [0, 60])
+def test_admin_answers_503_while_a_server_is_down_and_reconnects(tmp_path: Path, check_seconds: float):
+    """check_seconds 0: every request asks where the servers are; 60: only a failed call makes it reconnect."""
     from storage import StoreConfig, open_store
     from storage import servers as srv
 
@@ -35,7 +37,8 @@ def test_admin_answers_503_while_a_server_is_down_and_reconnects(tmp_path: Path)
         with open_store(config) as store:   # starts the embedded servers of this var dir
             add_user(store, "alice", PASSWORD)
         app = create_app({"STORE_CONFIG": config, "SECRET_KEY": "test-secret-" + "x" * 40, "TESTING": True,
-                          "WTF_CSRF_ENABLED": False, "DASHBOARD_CACHE_SECONDS": 0})
+                          "WTF_CSRF_ENABLED": False, "DASHBOARD_CACHE_SECONDS": 0,
+                          "STORE_CHECK_SECONDS": check_seconds})
         client = app.test_client()
         login(client)
         assert client.get("/").status_code == 200
@@ -59,6 +62,8 @@ def test_admin_answers_503_while_a_server_is_down_and_reconnects(tmp_path: Path)
             srv.ensure_all(var)                                # other ports now
             new = {name: srv.info(var, name).port for name in ("mongo", "redis")}
             assert all(new[n] != old[n] for n in new)
+            first = client.get("/").status_code
+            assert first == (200 if check_seconds == 0 else first) and first in (200, 503)
             assert client.get("/").status_code == 200, "the admin must follow the servers to their new ports"
         finally:
             for s in held:
