@@ -92,6 +92,7 @@ def _unavailable(exc: Exception) -> tuple[Any, int]:
         server = "MongoDB" if isinstance(exc, ConnectionFailure) else "Redis"
         detail, hint = f"{type(exc).__name__}: {exc}", None
     hint = _start_hint(server) or hint
+    detail = re.sub(r"//[^/@\s]*@", "//***@", detail)  # never put credentials on a page
     log.warning("admin: %s unavailable (%s)", server, detail)
     if request.path.startswith("/api/"):
         return {"error": f"{server} is unavailable", "detail": detail, "hint": hint}, 503
