@@ -11,16 +11,21 @@ Every page needs a login; logins are rate limited (see admin/auth.py).
 """
 from __future__ import annotations
 
+import logging
+import os
+import time
 from datetime import datetime
 from typing import Any, Mapping
 
-import os
-
-from flask import Flask, Response, current_app, g
+from flask import Flask, Response, current_app, g, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from flask_wtf.csrf import CSRFProtect
 
 from admin.settings import load_secret_key
+from storage.connection import SERVER_ERRORS, server_of
+from storage.errors import StorageUnavailable, mask_credentials
+
+log = logging.getLogger(__name__)
 
 csrf = CSRFProtect()
 
@@ -54,6 +59,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         STORE=None,
         LOGIN_MAX_FAILURES=5,
         LOGIN_WINDOW_SECONDS=900,
+        STORE_CHECK_SECONDS=2.0,   # how often an opened store checks where the embedded servers listen
     )
     if config:
         app.config.update(config)
@@ -74,7 +80,52 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     auth.init_app(app)
     app.after_request(_security_headers)
     app.teardown_appcontext(lambda exc: g.pop("store_checked", None))
+    app.register_error_handler(StorageUnavailable, _unavailable)
+    for error in SERVER_ERRORS:   # a call outside the store's retry
+        app.register_error_handler(error, _unavailable)
     return app
+
+
+def _unavailable(exc: Exception) -> tuple[Any, int]:
+    """A server is down: say which and how to start it (503), and reconnect on the next request."""
+    _drop_store()
+    if isinstance(exc, StorageUnavailable):
+        server, detail, hint = exc.server, exc.detail, exc.hint
+    else:
+        server = server_of(exc)
+        detail, hint = f"{type(exc).__name__}: {exc}", None
+    hint = _start_hint(server) or hint
+    detail = mask_credentials(detail)  # never put credentials on a page
+    log.warning("admin: %s unavailable (%s)", server, detail)
+    if request.path.startswith("/api/"):
+        return {"error": f"{server} is unavailable", "detail": detail, "hint": hint}, 503
+    return render_template("errors/unavailable.html", server=server, detail=detail, hint=hint), 503
+
+
+def _start_hint(server: str) -> str | None:
+    """How to start the server that is down: the embedded one with `python -m storage start`."""
+    try:
+        config = _config()
+    except Exception:  # noqa: BLE001 - a hint must never turn the 503 page into a 500
+        return None
+    name = "mongo" if "MongoDB" in server else "redis" if "Redis" in server else None
+    if name is None:
+        return None
+    uri = config.mongo_uri if name == "mongo" else config.redis_url
+    if not uri:
+        return "start it with `python -m storage start` (a crawl starts it too), then reload this page"
+    shown = mask_credentials(uri)  # never put credentials on a page
+    return f"start the server at {shown} ({'MONGO_URI' if name == 'mongo' else 'REDIS_URL'}), then reload this page"
+
+
+def _drop_store() -> None:
+    """Forget a store the app opened itself (the next request opens it again, where the servers now are)."""
+    store = current_app.extensions.pop("zhdedup_store", None)
+    if store is not None and current_app.config.get("STORE") is None:
+        try:
+            store.close()
+        except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is dropped anyway
+            pass
 
 
 def _security_headers(resp: Response) -> Response:
@@ -103,14 +154,65 @@ def _fmt_pct(v: Any) -> str:
 
 
 def get_store() -> Any:
-    """The app's store object, opened once from the environment unless the config passed one."""
+    """The app's store object, opened once from the environment (or STORE_CONFIG) unless the config passed one.
+
+    An opened store is re-opened when the embedded servers now listen elsewhere (restarted on new
+    ports); while one is down, StorageUnavailable names it (the 503 page) and nothing is started.
+    """
     ext = current_app.extensions
-    if "zhdedup_store" not in ext:
+    store = ext.get("zhdedup_store")
+    if store is not None and current_app.config.get("STORE") is None and not g.get("store_checked") \
+            and time.monotonic() >= ext.get("zhdedup_store_next_check", 0.0):
+        # at most every STORE_CHECK_SECONDS: asking the servers costs a connection each
+        ext["zhdedup_store_next_check"] = time.monotonic() + current_app.config["STORE_CHECK_SECONDS"]
+        if _moved(store):
+            _drop_store()
+            store = None
+    if store is None:
         store = current_app.config.get("STORE")
         if store is None:
-            from storage import StoreConfig, open_store
-
-            store = open_store(StoreConfig.from_env())
+            store = _open_store()
         store.ensure_indexes()  # a store passed in may sit on a freshly dropped database
         ext["zhdedup_store"] = store
-    return ext["zhdedup_store"]
+    g.store_checked = True
+    return store
+
+
+def _config() -> Any:
+    from storage import StoreConfig
+
+    config = current_app.config.get("STORE_CONFIG") or StoreConfig.from_env()
+    # the admin never starts or restarts servers itself, and answers 503 quickly while one is down
+    return config.with_(auto_restart=False, retry_seconds=min(config.retry_seconds, 2.0))
+
+
+def _embedded_down(config: Any) -> None:
+    """Raise StorageUnavailable for an embedded server that is not running (read only: starts nothing)."""
+    from storage import servers as srv
+
+    for name, label, configured in (("mongo", "MongoDB", config.mongo_uri), ("redis", "Redis", config.redis_url)):
+        if not configured and not srv.info(config.var_path, name).running:
+            raise StorageUnavailable(f"the embedded {label}", f"not running under {config.var_path}",
+                                     "start it with `python -m storage start` (a crawl starts it too), "
+                                     "then reload this page")
+
+
+def _open_store() -> Any:
+    from storage import open_store
+
+    config = _config()
+    _embedded_down(config)
+    return open_store(config)
+
+
+def _moved(store: Any) -> bool:
+    """True when an embedded server of this store is down or now listens on another port."""
+    from storage import servers as srv
+
+    config = store.config
+    for name, uri in (("mongo", store.mongo_uri), ("redis", store.redis_url)):
+        if store.embedded.get(name):
+            cur = srv.info(config.var_path, name)
+            if not cur.running or cur.uri != uri:
+                return True
+    return False

@@ -372,8 +372,30 @@ def session_servers(var: Path) -> Iterator[tuple[str, str]]:
             srv.stop(var, tuple(started))
 
 
-def proc_cpu(pid: int | None) -> float:
-    """CPU seconds (user + system) a running process has used so far (0 when it cannot be read)."""
+@contextlib.contextmanager
+def cluster_url(wanted: bool, root: Path) -> Iterator[str | None]:
+    """The URL of a 3-master Redis Cluster started under root for this run (None when not wanted)."""
+    if not wanted:
+        yield None
+        return
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cluster_fixture", PROJECT_ROOT / "tests" / "cluster_fixture.py")
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)
+    if fixture.missing():
+        raise SystemExit(f"--cluster: {fixture.missing()}")
+    cluster = fixture.RedisClusterProcs(root).start()
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
+def proc_cpu(pid: int | list[int] | None) -> float:
+    """CPU seconds (user + system) running processes have used so far (0 when it cannot be read)."""
+    if isinstance(pid, list):
+        return sum(proc_cpu(p) for p in pid)
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -381,16 +403,27 @@ def proc_cpu(pid: int | None) -> float:
         return 0.0
 
 
-def server_pids(config: Any) -> dict[str, int | None]:
-    """Process ids of the Redis and MongoDB-wire servers (from the servers themselves; local ones only)."""
-    import pymongo
-    import redis
+def redis_info(url: str, section: str) -> list[dict]:
+    """INFO section of the Redis at url: one dict per node (every primary of a Redis Cluster)."""
+    from redis.cluster import RedisCluster
 
-    pids: dict[str, int | None] = {"redis": None, "mongo": None}
+    from storage.connection import redis_client
+
+    r = redis_client(url)
+    if isinstance(r, RedisCluster):
+        return list(r.info(section, target_nodes=RedisCluster.PRIMARIES).values())
+    return [r.info(section)]
+
+
+def server_pids(config: Any) -> dict[str, list[int]]:
+    """Process ids of the Redis (every cluster node) and MongoDB-wire servers (from the servers; local ones only)."""
+    import pymongo
+
+    pids: dict[str, list[int]] = {"redis": [], "mongo": []}
     try:
-        pids["redis"] = int(redis.Redis.from_url(config.redis_url).info("server")["process_id"])
+        pids["redis"] = [int(i["process_id"]) for i in redis_info(config.redis_url, "server")]
         with pymongo.MongoClient(config.mongo_uri, serverSelectionTimeoutMS=2000) as client:
-            pids["mongo"] = int(client.admin.command("serverStatus").get("pid") or 0) or None
+            pids["mongo"] = [int(client.admin.command("serverStatus").get("pid") or 0)]
     except Exception:  # remote or unusual servers: no CPU breakdown for them
         pass
     return pids
@@ -402,15 +435,12 @@ def run_crawl(n: int, stories: list[Story], config: Any, tmp: Path, delay: float
     and the CPU seconds each part used between the gate opening and the last worker's exit."""
     import resource
 
-    import redis
-
-    r = redis.Redis.from_url(config.redis_url)
     pids = server_pids(config)
     with SiteServer(stories, delay=delay) as site:
         workers = start_workers(n, [site.base(h) + "/" for h in HOSTS], store_env(config), tmp, settings)
         try:
             wait_registered(workers)
-            before = r.info("stats")["total_commands_processed"]
+            before = _commands(config.redis_url)
             startup = sum(proc_cpu(w.proc.pid) for w in workers)
             servers0 = {k: proc_cpu(v) for k, v in pids.items()}
             self0, children0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -421,7 +451,7 @@ def run_crawl(n: int, stories: list[Story], config: Any, tmp: Path, delay: float
             t_end = time.monotonic()
             self1, children1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = {k: proc_cpu(v) - servers0[k] for k, v in pids.items()}
-            commands = r.info("stats")["total_commands_processed"] - before
+            commands = _commands(config.redis_url) - before
         finally:
             for w in workers:
                 if w.proc.poll() is None:
@@ -434,6 +464,11 @@ def run_crawl(n: int, stories: list[Story], config: Any, tmp: Path, delay: float
                 "commands": commands, "round_trips": sum(w.round_trips for w in workers),
                 "scheduler_round_trips": sum(w.stat("distributed/redis_round_trips") for w in workers),
                 "cpu": cpu}
+
+
+def _commands(url: str) -> int:
+    """Commands the Redis server(s) processed so far (summed over a cluster's primaries)."""
+    return sum(int(i["total_commands_processed"]) for i in redis_info(url, "stats"))
 
 
 def bench_one(n: int, kind: str, stories: list[Story], servers: tuple[str, str], tmp: Path) -> tuple[tuple, tuple]:
@@ -490,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--stories", type=int, default=500, help="stories; pages = 3 x stories (default 500)")
     parser.add_argument("--procs", default="1,2,3", help="process counts to run (default 1,2,3)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="run against a 3-master Redis Cluster started here from redis-server (tests/cluster_fixture.py)")
     parser.add_argument("--stock", action="store_true",
                         help="also run 1 process on stock scrapy-redis (Scheduler, PriorityQueue, pickle) to compare")
     args = parser.parse_args(argv)
@@ -502,7 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     rows, cpu_rows = [], []
     with tempfile.TemporaryDirectory(prefix="zhdedup-bench-scaleout-") as tmpdir:
         tmp = Path(tmpdir)
-        with session_servers(tmp / "servers") as servers:
+        with session_servers(tmp / "servers") as servers, cluster_url(args.cluster, tmp / "cluster") as url:
+            servers = (servers[0], url or servers[1])
+            print(f"Redis: {'3-master Redis Cluster at ' + url if url else servers[1]}")
             for n, kind in runs:
                 row, cpu_row = bench_one(n, kind, stories, servers, tmp)
                 rows.append(row)

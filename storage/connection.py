@@ -11,6 +11,8 @@ import pymongo
 import redis
 from pymongo.errors import AutoReconnect, ConnectionFailure, PyMongoError
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
+from redis.exceptions import ClusterDownError, MasterDownError
 from redis.retry import Retry
 
 from . import servers as srv
@@ -23,8 +25,14 @@ from .spool import Spool
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, ClusterDownError, MasterDownError)
 MONGO_ERRORS = (AutoReconnect, ConnectionFailure)
+SERVER_ERRORS = MONGO_ERRORS + REDIS_ERRORS  # a server went away (callers outside storage/ catch these)
+
+
+def server_of(exc: BaseException) -> str:
+    """Which server a connection error came from, as people name it."""
+    return "MongoDB" if isinstance(exc, MONGO_ERRORS) else "Redis"
 HINTS = {
     "redis": "run `python -m storage status`; embedded servers restart on the next open, or check REDIS_URL "
              "(start Redis with `redis-server`)",
@@ -33,6 +41,34 @@ HINTS = {
 }
 SERVER_NAMES = {"redis": "Redis", "mongo": "MongoDB"}
 COLLECTIONS = ("pages", "duplicates", "sources", "matches", "runs")
+
+
+def redis_client(url: str, **kwargs: Any) -> redis.Redis | RedisCluster:
+    """A client for url: a RedisCluster when the server says ``cluster_enabled:1``, else a plain Redis.
+
+    No new URL scheme: any node of a cluster will do. A server that does not answer yet gets a plain
+    client (the retry policy reports it); `Connection.reconnect` asks again.
+    """
+    client = redis.Redis.from_url(url, **kwargs)
+    try:
+        enabled = client.info("cluster").get("cluster_enabled") == 1
+    except redis.ResponseError:   # INFO renamed or disabled: a plain server as far as we can tell
+        return client
+    except redis.RedisError:
+        return client
+    if not enabled:
+        return client
+    client.close()
+    return RedisCluster.from_url(url, **kwargs)
+
+
+def is_cluster_url(url: str, timeout: float = 2.0) -> bool:
+    """True when the Redis at url is a cluster node (False too when it does not answer)."""
+    probe = redis_client(url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
+    try:
+        return isinstance(probe, RedisCluster)
+    finally:
+        probe.close()
 
 
 class Connection:
@@ -67,8 +103,8 @@ class Connection:
     def _connect_redis(self) -> None:
         t = self.config.timeout_seconds
         # no retries inside redis-py: _retry below owns the policy (bounded, with backoff, then spool)
-        self.redis = redis.Redis.from_url(self.redis_url, socket_timeout=max(t, 5.0), socket_connect_timeout=t,
-                                          retry=Retry(NoBackoff(), 0))
+        self.redis = redis_client(self.redis_url, socket_timeout=max(t, 5.0), socket_connect_timeout=t,
+                                  retry=Retry(NoBackoff(), 0))
         self.index = SimHashIndex(self.redis, self.config.key_prefix, self.config.simhash_k)
         self.sketches = RedisSketchIndex(self.redis, self.config.key_prefix)
 

@@ -1,6 +1,13 @@
 """Errors that storage/ raises, each with a message a person can act on."""
 from __future__ import annotations
 
+import re
+
+
+def mask_credentials(text: str) -> str:
+    """A URI (or a message holding one) with user and password hidden: safe for logs, pages and status."""
+    return re.sub(r"//[^/@\s]*@", "//***@", text)
+
 
 class StorageError(Exception):
     """Base class of every error raised by storage/."""

@@ -3,6 +3,7 @@ replaying the spool written while a server was away."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Iterable
 
 import redis
@@ -14,7 +15,7 @@ from .dedup import DedupStore
 from .errors import StorageUnavailable
 from .matches import MatchStore
 from .pages import PageStore
-from .redis_index import DedupResult
+from .redis_index import DedupResult, used_memory
 from .runs import RunStore
 from .schema import now, to_date, to_oid, to_unsigned64
 
@@ -53,21 +54,69 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         return n
 
     def reconcile_index(self, exclude: set[str] | None = None) -> int:
-        """Re-add pages MongoDB has but Redis lost (idempotent, nothing removed); returns pages re-added."""
+        """Check every Redis index the crawl relies on against MongoDB and rebuild what is missing
+        (idempotent, nothing removed): exact + SimHash tables, passage sketches, source seeds.
+        Logs a WARNING naming what was rebuilt and how long it took; returns pages re-added."""
         if not self._retry("redis", self.index.layout_ok):
             log.warning("the Redis index has an older layout: rebuilding it from MongoDB")
-            self.rebuild_index()
+            t = time.monotonic()
+            n = self.rebuild_index()
+            log.warning("rebuilt every Redis index (%d pages) in %.2f s", n, time.monotonic() - t)
+            return n
         self._retry("redis", self.index.mark_layout)
-        exclude = exclude or set()
+        added = self._repair_simhash(exclude or set())
+        self._repair_sketches()
+        self._repair_seeds()
+        return added
+
+    def _repair_simhash(self, exclude: set[str]) -> int:
+        """Re-add pages MongoDB has and the exact/SimHash tables lost."""
         indexed = self._retry("redis", self.index.count)
         stored = self._retry("mongo", self.pages.count_documents, {}) - len(exclude)
         if stored <= 0 or (indexed is not None and indexed >= stored):
             return 0
-        log.warning("Redis index has %s pages, MongoDB %s: re-adding from MongoDB", indexed, stored)
+        t = time.monotonic()
         self._retry("redis", self.index.add_many, (p for p in self._indexable() if p[0] not in exclude))
-        if not self._retry("redis", self.redis.exists, f"{self.config.key_prefix}skseq"):
-            self._reclaim_sketches()
+        log.warning("Redis exact/SimHash index had %s pages, MongoDB %s: re-added in %.2f s",
+                    indexed or 0, stored, time.monotonic() - t)
         return stored - (indexed or 0)
+
+    def _repair_sketches(self) -> int:
+        """Re-claim kept pages' passage sketches when Redis has none and MongoDB has some."""
+        if self._retry("redis", self.sketches.claimed_any):
+            return 0
+        if self._retry("mongo", self.pages.find_one, {"sketch": {"$type": "array"}}, {"_id": 1}) is None:
+            return 0
+        t = time.monotonic()
+        n = self._reclaim_sketches()
+        log.warning("Redis had no passage sketches: re-claimed %d pages' sketches in %.2f s", n, time.monotonic() - t)
+        return n
+
+    def _repair_seeds(self) -> int:
+        """Re-index the registered works whose seeds Redis lacks (infringement matching needs them)."""
+        from storage.sources import SourceLibrary
+
+        missing = self.unindexed_sources()
+        if not missing:
+            return 0
+        t = time.monotonic()
+        n = SourceLibrary(self).reindex(missing)
+        log.warning("Redis lacked the seeds of %d registered work(s) (%s): re-indexed %d segments in %.2f s",
+                    len(missing), ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""), n,
+                    time.monotonic() - t)
+        return n
+
+    def index_health(self) -> dict[str, dict[str, int]]:
+        """Per index the crawl relies on: what MongoDB says should be there and what Redis has (numbers)."""
+        sources = self._retry("mongo", self.sources.count_documents, {})
+        with_sketch = self._retry("mongo", self.pages.count_documents, {"sketch": {"$type": "array"}})
+        return {
+            "simhash": {"mongo": self._retry("mongo", self.pages.count_documents, {}),
+                        "redis": self._retry("redis", self.index.count) or 0},
+            "sketches": {"mongo": with_sketch, "redis": with_sketch if self._retry("redis", self.sketches.claimed_any)
+                         else 0},
+            "seeds": {"mongo": sources, "redis": sources - len(self.unindexed_sources())},
+        }
 
     def purge(self, site: str | None = None, url: str | None = None, before: Any = None) -> dict:
         """Remove pages (and their copies and matches) of a site, a URL, or fetched before a date, from both stores."""
@@ -122,10 +171,12 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             out["counts"] = None
             out["mongo"]["error"] = str(e)
         try:
-            out["index"] = {"pages": self.index.count() or 0,
-                            "used_memory": self.redis.info("memory").get("used_memory")}
-        except redis.RedisError:
+            health = self.index_health()
+            out["index"] = dict(health, pages=health["simhash"]["redis"], used_memory=used_memory(self.redis),
+                                cluster=bool(self.index.cluster))
+        except (redis.RedisError, StorageUnavailable, PyMongoError) as e:
             out["index"] = None
+            out["index_error"] = f"{type(e).__name__}: {e}"
         out["spool"] = {"entries": self.spool.count(), "dir": str(self.spool.dir)}
         return out
 

@@ -20,6 +20,13 @@ Layout (all keys start with the configured prefix, e.g. ``zhd:``):
 - ``seed:{16 hex}``  set of packed (4-byte offset, doc id) for the copy matcher's window seeds;
   ``seeddoc:{doc id}`` the packed (8-byte hash, 4-byte offset) list of one document, for remove().
 
+On a Redis Cluster (detected from the server, storage.connection.redis_client) every Lua script touches
+one hash slot: the layout ``3c`` keeps ``ex:{x<bucket>}`` (field -> page id), ``sh:{<block>:<value hex>}``
+hashes (field = the 8-byte fingerprint, value = 4-byte per-key insertion order, the exact-hash tag in
+block 0, the page id, plus a ``#`` field counting insertions) and ``sk:{<4 hex>}`` sketch buckets, so the
+load spreads over the shards. docs/scale-out.md explains why the per-slot steps still give exactly one
+original (SimHash: the first block two pages share orders them; sketches: the lowest shared value).
+
 Page ids: a 24-hex ObjectId or a 32-hex hash id is stored as its 12 or 16 raw bytes; any other id as
 ``~`` + UTF-8 (``\0~`` + UTF-8 when that would be 12 or 16 bytes long).
 """
@@ -28,13 +35,15 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import redis
+from redis.cluster import RedisCluster
 
 from fingerprint.hamming_index import block_layout
 from fingerprint.neardup import check_k
 
+CLUSTER_LAYOUT = "3c"  # the cluster's per-slot layout (see the module docstring)
 LAYOUT = "3"  # bump when the key layout changes: open_store then rebuilds the index from MongoDB
 MASK64 = (1 << 64) - 1
 _HEX_ID = re.compile(r"[0-9a-f]{24}|[0-9a-f]{32}")
@@ -120,6 +129,69 @@ return 1
 """
 
 
+# Cluster: one block table (one hash slot) at a time. KEYS: the block hash. ARGV: fp (8 bytes), k,
+# insert flag, exact tag ('' outside block 0), page id. Inserts this page (when asked and its fingerprint
+# is not there yet) with the key's next insertion number; returns {own number or 0, then for every
+# OTHER entry within k bits that was there before it: fp, number, tag, page id, distance}.
+BLOCK_CHECK_LUA = r"""
+local fp, k, insert, tag, pid = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4], ARGV[5]
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+local function pc(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  return band(x, 255) + band(rshift(x, 8), 255) + band(rshift(x, 16), 255) + rshift(x, 24)
+end
+local function word(s, i)
+  local a, b, c, d = string.byte(s, i, i + 3)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+local qhi, qlo = word(fp, 1), word(fp, 5)
+local all = redis.call('HGETALL', KEYS[1])
+local out, mine = {0}, false
+for j = 1, #all, 2 do
+  local f, v = all[j], all[j + 1]
+  if #f == 8 then
+    local tl = string.byte(v, 5)
+    local id = string.sub(v, 6 + tl)
+    if f == fp and id == pid then
+      out[1] = word(v, 1); mine = true
+    else
+      local d = pc(bxor(word(f, 1), qhi))
+      if d <= k then
+        d = d + pc(bxor(word(f, 5), qlo))
+        if d <= k then
+          table.insert(out, f); table.insert(out, word(v, 1)); table.insert(out, string.sub(v, 6, 5 + tl))
+          table.insert(out, id); table.insert(out, d)
+        end
+      end
+    end
+  end
+end
+if insert and not mine and redis.call('HEXISTS', KEYS[1], fp) == 0 then
+  local n = redis.call('HINCRBY', KEYS[1], '#', 1)
+  redis.call('HSET', KEYS[1], fp, string.char(band(rshift(n, 24), 255), band(rshift(n, 16), 255),
+             band(rshift(n, 8), 255), band(n, 255), #tag) .. tag .. pid)
+  out[1] = n
+end
+return out
+"""
+
+# Cluster: take one page's entry out of one block table if it is still its own. KEYS: block; ARGV: fp, id.
+BLOCK_REMOVE_LUA = r"""
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v or string.sub(v, 6 + string.byte(v, 5)) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+"""
+
+# Compare-and-delete of a hash field (cluster ex: buckets hold the owner's id).
+HDEL_IF_LUA = r"""
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+"""
+
+
 def encode_id(page_id: str) -> bytes:
     """Compact Redis form of a page id: raw bytes for a 24- or 32-hex id (ObjectId, 128-bit hash)."""
     if _HEX_ID.fullmatch(page_id):
@@ -167,11 +239,12 @@ class DedupResult:
 
 
 class SimHashIndex:
-    """The Redis side of dedup: exact hashes and SimHash block tables, atomic check-and-insert in one EVALSHA.
+    """The Redis side of dedup: exact hashes and SimHash block tables, atomic check-and-insert.
 
     The block layout is derived from k (k+1 blocks, fingerprint.hamming_index.block_layout), so every
     fingerprint within k bits is found (pigeonhole); the layout key records k, and an index written
-    for another k is rebuilt from MongoDB when the store opens.
+    for another k is rebuilt from MongoDB when the store opens. On one server a check is one EVALSHA;
+    on a Redis Cluster it is one script per block table (each on its own slot), see `_check_cluster`.
     """
 
     def __init__(self, client: redis.Redis, prefix: str, k: int = 3) -> None:
@@ -179,16 +252,32 @@ class SimHashIndex:
         self.prefix = prefix
         self.k = check_k(k)
         self.layout = block_layout(self.k)
-        self._check = client.register_script(CHECK_AND_INSERT_LUA)
-        self._remove = client.register_script(REMOVE_LUA)
+        self.cluster = is_cluster(client)
+        if self.cluster:
+            check_prefix(prefix)
+            self._block = client.register_script(BLOCK_CHECK_LUA)
+            self._block_remove = client.register_script(BLOCK_REMOVE_LUA)
+            self._hdel_if = client.register_script(HDEL_IF_LUA)
+        else:
+            self._check = client.register_script(CHECK_AND_INSERT_LUA)
+            self._remove = client.register_script(REMOVE_LUA)
+
+    def _blocks(self, simhash: int) -> list[int]:
+        return [(simhash >> shift) & ((1 << width) - 1) for shift, width in self.layout]
 
     def _keys(self, simhash: int, exact_bucket: str | None) -> list[str]:
-        """ex bucket, fp bucket, counter, then this fingerprint's block sets."""
+        """ex bucket, fp bucket, counter, then this fingerprint's block sets (single-server layout)."""
         fp_key = f"{self.prefix}fp:{simhash >> 52:03x}"
-        blocks = [f"{self.prefix}sh:{i}:{(simhash >> shift) & ((1 << width) - 1):x}"
-                  for i, (shift, width) in enumerate(self.layout)]
+        blocks = [f"{self.prefix}sh:{i}:{v:x}" for i, v in enumerate(self._blocks(simhash))]
         ex_key = f"{self.prefix}ex:{exact_bucket}" if exact_bucket is not None else fp_key
         return [ex_key, fp_key, f"{self.prefix}n", *blocks]
+
+    def _ckeys(self, simhash: int) -> list[str]:
+        """The cluster's block tables of a fingerprint: one hash tag per (block, value)."""
+        return [f"{self.prefix}sh:{{{i}:{v:x}}}" for i, v in enumerate(self._blocks(simhash))]
+
+    def _ex_ckey(self, bucket: str) -> str:
+        return f"{self.prefix}ex:{{x{bucket}}}"
 
     def _served(self, k: int | None) -> int:
         """k itself, when the block layout finds every neighbour within it (any k up to the layout's)."""
@@ -204,6 +293,8 @@ class SimHashIndex:
         k = self._served(k)
         bucket, field = exact_key_parts(content_hash)
         fpb = fp_bytes(simhash)
+        if self.cluster:
+            return self._check_cluster(encode_id(page_id), bucket, field, simhash, k, insert)
         res = self._check(keys=self._keys(simhash, bucket),
                           args=[self.prefix, field, encode_id(page_id), fpb, _member(simhash), k, 1 if insert else 0])
         if res[0] == 0:
@@ -211,9 +302,76 @@ class SimHashIndex:
         return DedupResult("exact" if res[0] == 1 else "near", decode_id(res[1]) if res[1] else None, int(res[2]),
                            original_simhash=int.from_bytes(res[3], "big"))
 
+    def _check_cluster(self, pid: bytes, bucket: str, field: bytes, simhash: int, k: int,
+                       insert: bool) -> DedupResult:
+        """Per-slot check-and-insert: exact bucket, then each block table (insert and scan in one script).
+
+        Of two pages within k bits, the earlier is the one inserted first into the FIRST block table
+        they share: the later one's script there sees it; the earlier's did not see the later one.
+        Both compute the same order from the same data, so exactly one of two racing copies is new.
+        A page found to be a copy takes its entries out again; if its original has meanwhile left
+        too (a chain or cycle of racing copies), it checks again against what is left.
+        """
+        owner = self.r.hget(self._ex_ckey(bucket), field)
+        if owner is not None:  # this page itself on a re-check (the caller tells the two apart)
+            return DedupResult("exact", decode_id(owner), 0, original_simhash=simhash)
+        keys = self._ckeys(simhash)
+        tag = bytes.fromhex(bucket + "0") + field if insert else b""
+        for _ in range(4):
+            seen: list[dict[bytes, tuple[int, int, bytes, int]]] = []  # id -> (fp, distance, tag, number)
+            inserted = []
+            for i, key in enumerate(keys):
+                res = self._block(keys=[key], args=[fp_bytes(simhash), k, 1 if insert else 0,
+                                                    tag if i == 0 else b"", pid])
+                inserted.append(bool(res[0]))
+                seen.append({res[j + 3]: (int.from_bytes(res[j], "big"), int(res[j + 4]), res[j + 2], int(res[j + 1]))
+                             for j in range(1, len(res), 5)})
+            best = self._earliest(simhash, seen, tag)
+            if best is None:
+                if insert:
+                    self.r.hsetnx(self._ex_ckey(bucket), field, pid)
+                    if inserted[0]:
+                        self.r.incr(f"{self.prefix}n")
+                return DedupResult("new")
+            kind, other, dist, ofp, first = best
+            result = DedupResult(kind, decode_id(other), dist, original_simhash=ofp)
+            if not insert:
+                return result
+            for key, mine in zip(keys, inserted):
+                if mine:
+                    self._block_remove(keys=[key], args=[fp_bytes(simhash), pid])
+            still = self.r.hget(keys[first], fp_bytes(ofp))
+            if still is not None and still[5 + still[4]:] == other:
+                return result
+        return result
+
+    def _earliest(self, simhash: int, seen: list[dict], tag: bytes) -> tuple[str, bytes, int, int, int] | None:
+        """The original among pages seen before this one in their first shared block: (kind, id, d, fp, block)."""
+        mine = self._blocks(simhash)
+        cands = []
+        for found in seen:
+            for other, (ofp, dist, otag, _) in found.items():
+                theirs = self._blocks(ofp)
+                first = next(i for i, (a, b) in enumerate(zip(mine, theirs)) if a == b)
+                if other in seen[first]:
+                    exact = bool(tag) and dist == 0 and first == 0 and otag == tag
+                    cands.append((not exact, dist, first, seen[first][other][3], other, ofp))
+        if not cands:
+            return None
+        notexact, dist, first, _, other, ofp = min(cands)
+        return ("near" if notexact else "exact"), other, dist, ofp, first
+
     def remove(self, page_id: str, content_hash: str | None, simhash: int) -> bool:
         """Take one page out of the index (only where the index points at it); ex: too when the hash is known."""
         bucket, field = exact_key_parts(content_hash) if content_hash else (None, b"")
+        if self.cluster:
+            pid, fpb = encode_id(page_id), fp_bytes(simhash)
+            removed = [self._block_remove(keys=[key], args=[fpb, pid]) for key in self._ckeys(simhash)]
+            if bucket is not None:
+                self._hdel_if(keys=[self._ex_ckey(bucket)], args=[field, pid])
+            if removed[0]:
+                self.r.decr(f"{self.prefix}n")
+            return bool(removed[0])
         return bool(self._remove(keys=self._keys(simhash, bucket),
                                  args=[field, encode_id(page_id), fp_bytes(simhash), _member(simhash)]))
 
@@ -222,24 +380,48 @@ class SimHashIndex:
         return self.remove(page_id, content_hash, simhash)
 
     def add_many(self, pages: Iterable[tuple[str, str, int]], batch: int = 2000) -> int:
-        """Insert known originals without checking (rebuild); pipelined; returns how many."""
+        """Insert known originals without checking (rebuild); pipelined (per node on a cluster); returns how many."""
         n = 0
         pipe = self.r.pipeline(transaction=False)
         for page_id, content_hash, simhash in pages:
             bucket, field = exact_key_parts(content_hash)
-            ex_key, fp_key, _, *blocks = self._keys(simhash, bucket)
-            pipe.hsetnx(ex_key, field, 1)
-            pipe.hsetnx(fp_key, fp_bytes(simhash)[1:], encode_id(page_id))
-            for key in blocks:
-                pipe.sadd(key, _member(simhash))
+            if self.cluster:
+                self._add_cluster(pipe, encode_id(page_id), bucket, field, simhash)
+            else:
+                ex_key, fp_key, _, *blocks = self._keys(simhash, bucket)
+                pipe.hsetnx(ex_key, field, 1)
+                pipe.hsetnx(fp_key, fp_bytes(simhash)[1:], encode_id(page_id))
+                for key in blocks:
+                    pipe.sadd(key, _member(simhash))
             n += 1
             if n % batch == 0:
                 pipe.execute()
-        pipe.set(f"{self.prefix}n", 0)  # recounted below
         pipe.execute()
-        total = sum(self.r.hlen(key) for key in self.r.scan_iter(match=_glob(self.prefix) + "fp:*", count=1000))
-        self.r.set(f"{self.prefix}n", total)
+        self.r.set(f"{self.prefix}n", self._recount())
         return n
+
+    def _add_cluster(self, pipe: Any, pid: bytes, bucket: str, field: bytes, simhash: int) -> None:
+        """One known original into the cluster layout (insertion number 0: before every checked page)."""
+        pipe.hsetnx(self._ex_ckey(bucket), field, pid)
+        tag = bytes.fromhex(bucket + "0") + field
+        for i, key in enumerate(self._ckeys(simhash)):
+            t = tag if i == 0 else b""
+            pipe.hsetnx(key, fp_bytes(simhash), b"\0\0\0\0" + bytes([len(t)]) + t + pid)
+
+    def _recount(self) -> int:
+        """Indexed pages, counted from the tables (fp: buckets; block 0 tables on a cluster)."""
+        pattern = _glob(self.prefix) + ("sh:{0:*" if self.cluster else "fp:*")
+        keys = list(self.r.scan_iter(match=pattern, count=1000))
+        total = 0
+        for start in range(0, len(keys), 1000):
+            pipe = self.r.pipeline(transaction=False)
+            for key in keys[start:start + 1000]:
+                pipe.hlen(key)
+                if self.cluster:
+                    pipe.hexists(key, "#")
+            res = pipe.execute()
+            total += sum(res[0::2]) - sum(map(int, res[1::2])) if self.cluster else sum(res)
+        return total
 
     def count(self) -> int | None:
         """Indexed pages (None when the index has never been written)."""
@@ -254,7 +436,7 @@ class SimHashIndex:
     @property
     def layout_id(self) -> str:
         """The layout version and k, as recorded in the ``layout`` key."""
-        return f"{LAYOUT}:k{self.k}"
+        return f"{CLUSTER_LAYOUT if self.cluster else LAYOUT}:k{self.k}"
 
     def layout_ok(self) -> bool:
         """True if the index was written with this code's layout and this k (or is empty)."""
@@ -266,6 +448,24 @@ class SimHashIndex:
     def mark_layout(self) -> None:
         """Record the layout version and k of the index."""
         self.r.set(f"{self.prefix}layout", self.layout_id)
+
+
+def is_cluster(client: Any) -> bool:
+    """True for a Redis Cluster client (storage.connection.redis_client picks it from the server)."""
+    return isinstance(client, RedisCluster)
+
+
+def used_memory(client: Any) -> int:
+    """Bytes Redis uses (summed over a cluster's primaries)."""
+    if is_cluster(client):
+        return sum(int(i["used_memory"]) for i in client.info("memory", target_nodes=RedisCluster.PRIMARIES).values())
+    return int(client.info("memory")["used_memory"])
+
+
+def check_prefix(prefix: str) -> None:
+    """A key prefix with braces would replace the hash tags that spread the index over the shards."""
+    if "{" in prefix or "}" in prefix:
+        raise ValueError(f"the Redis key prefix must not contain braces on a Redis Cluster: {prefix!r}")
 
 
 def _member(simhash: int) -> str:
@@ -351,6 +551,13 @@ class RedisSeedIndex:
                     out[h] = sorted((m[4:].decode("utf-8"), struct.unpack(">I", m[:4])[0]) for m in members)
         return out
 
+    def indexed(self, doc_ids: Sequence[str]) -> list[bool]:
+        """Whether each document's seeds are in the index (its ``seeddoc:`` record exists)."""
+        pipe = self.r.pipeline(transaction=False)
+        for doc_id in doc_ids:
+            pipe.exists(f"{self.prefix}seeddoc:{doc_id}")
+        return [bool(x) for x in pipe.execute()] if doc_ids else []
+
     def clear(self) -> int:
         """Delete the whole seed index."""
         return delete_matching(self.r, [_glob(self.prefix) + "seed:*", _glob(self.prefix) + "seeddoc:*"])
@@ -419,29 +626,143 @@ return 1
 """
 
 
+# Cluster: one sketch bucket (one slot). KEYS: the bucket; ARGV: page id, claim number, fields (ascending).
+# Appends this page to each field's entries (unless there); returns {own earlier claim number or 0,
+# then for every other entry: field index (negative when after this page's entry), page id, claim number}.
+SKETCH_BUCKET_LUA = r"""
+local pid, seq = ARGV[1], ARGV[2]
+local out = {0}
+for i = 3, #ARGV do
+  local field = ARGV[i]
+  local cur = redis.call('HGET', KEYS[1], field) or ''
+  local pos, mine = 1, false
+  while pos <= #cur do
+    local n = string.byte(cur, pos)
+    local id = string.sub(cur, pos + 1, pos + n)
+    local s = string.sub(cur, pos + 1 + n, pos + n + 12)
+    pos = pos + n + 13
+    if id == pid then
+      mine = true
+      if out[1] == 0 or tonumber(s) < out[1] then out[1] = tonumber(s) end
+    else
+      table.insert(out, (i - 2) * (mine and -1 or 1)); table.insert(out, id); table.insert(out, s)
+    end
+  end
+  if not mine then redis.call('HSET', KEYS[1], field, cur .. string.char(#pid) .. pid .. seq) end
+end
+return out
+"""
+
+# Cluster: take a page out of one bucket's fields. KEYS: the bucket; ARGV: page id, fields.
+SKETCH_UNCLAIM_BUCKET_LUA = r"""
+local pid = ARGV[1]
+for i = 2, #ARGV do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if cur then
+    local kept, pos = {}, 1
+    while pos <= #cur do
+      local n = string.byte(cur, pos)
+      if string.sub(cur, pos + 1, pos + n) ~= pid then table.insert(kept, string.sub(cur, pos, pos + n + 12)) end
+      pos = pos + n + 13
+    end
+    if #kept == 0 then redis.call('HDEL', KEYS[1], ARGV[i]) else redis.call('HSET', KEYS[1], ARGV[i], table.concat(kept)) end
+  end
+end
+return 1
+"""
+
+
 def _value_bytes(values: Sequence[int]) -> list[bytes]:
     return [(v & MASK64).to_bytes(8, "big") for v in values]
 
 
+def _entry_ids(cur: bytes | None) -> list[bytes]:
+    """Page ids of one sketch field's entries, in claim order."""
+    ids, pos = [], 0
+    while cur and pos < len(cur):
+        n = cur[pos]
+        ids.append(cur[pos + 1:pos + 1 + n])
+        pos += n + 13
+    return ids
+
+
 class RedisSketchIndex:
-    """Kept pages' passage sketches in Redis, with an atomic claim (see SKETCH_CLAIM_LUA)."""
+    """Kept pages' passage sketches in Redis, with an atomic claim (see SKETCH_CLAIM_LUA; `_claim_cluster`)."""
 
     def __init__(self, client: redis.Redis, prefix: str) -> None:
         self.r = client
         self.prefix = prefix
-        self._claim = client.register_script(SKETCH_CLAIM_LUA)
-        self._unclaim = client.register_script(SKETCH_UNCLAIM_LUA)
+        self.cluster = is_cluster(client)
+        if self.cluster:
+            check_prefix(prefix)
+            self._bucket = client.register_script(SKETCH_BUCKET_LUA)
+            self._unbucket = client.register_script(SKETCH_UNCLAIM_BUCKET_LUA)
+        else:
+            self._claim = client.register_script(SKETCH_CLAIM_LUA)
+            self._unclaim = client.register_script(SKETCH_UNCLAIM_LUA)
 
     def claim(self, page_id: str, values: Sequence[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """Add a page's sketch; returns (its claim number, [(other page, shared values, its claim number)])."""
+        if self.cluster:
+            return self._claim_cluster(encode_id(page_id), values, min_shared)
         res = self._claim(args=[self.prefix, encode_id(page_id), min_shared, *_value_bytes(values)])
         seq, rest = int(res[0]), res[1:]
         return seq, [(decode_id(rest[i]), int(rest[i + 1]), int(rest[i + 2])) for i in range(0, len(rest), 3)]
 
+    def _buckets(self, values: Sequence[int]) -> list[tuple[str, list[bytes]]]:
+        """(bucket key, its fields) in ascending value order."""
+        out: dict[str, list[bytes]] = {}
+        for v in sorted(set(_value_bytes(values))):
+            out.setdefault(f"{self.prefix}sk:{{{v[:2].hex()}}}", []).append(v[2:])
+        return list(out.items())
+
+    def _claim_cluster(self, pid: bytes, values: Sequence[int], min_shared: int) -> tuple[int, list]:
+        """Claim bucket by bucket in ascending value order; a page claimed earlier is reported.
+
+        The claim number comes from one INCR on ``skseq`` (one small hot key). Which of two pages is
+        earlier is decided where they share their LOWEST value: the one whose entry comes first there.
+        A page seen before this one at some value has already claimed all its lower values (ascending
+        order), so re-reading this page's lower values shows whether it came after this one there.
+        """
+        seq = int(self.r.incr(f"{self.prefix}skseq"))
+        buckets = self._buckets(values)
+        order = [(key, f) for key, fields in buckets for f in fields]
+        before: dict[bytes, int] = {}      # id -> lowest value index where it was before this page
+        shared: dict[bytes, list] = {}     # id -> [values shared, claim number]
+        base = 0
+        for key, fields in buckets:
+            res = self._bucket(keys=[key], args=[pid, f"{seq:012d}", *fields])
+            if int(res[0]):
+                seq = min(seq, int(res[0]))
+            for j in range(1, len(res), 3):
+                at = int(res[j])
+                if at > 0:
+                    before.setdefault(res[j + 1], base + at - 1)
+                shared.setdefault(res[j + 1], [0, int(res[j + 2])])[0] += 1
+            base += len(fields)
+        limit = max(before.values(), default=0)
+        if limit:
+            pipe = self.r.pipeline(transaction=False)
+            for key, field in order[:limit]:
+                pipe.hget(key, field)
+            present = [set(_entry_ids(cur)) for cur in pipe.execute()]
+            before = {o: at for o, at in before.items() if not any(o in ids for ids in present[:at])}
+        return seq, [(decode_id(o), n, min(s, seq - 1) if o in before else max(s, seq + 1))
+                     for o, (n, s) in shared.items() if n >= min_shared]
+
     def unclaim(self, page_id: str, values: Sequence[int]) -> None:
         """Take a page's sketch out (a copy found after its claim, a purge)."""
-        if values:
+        if not values:
+            return
+        if self.cluster:
+            for key, fields in self._buckets(values):
+                self._unbucket(keys=[key], args=[encode_id(page_id), *fields])
+        else:
             self._unclaim(args=[self.prefix, encode_id(page_id), *_value_bytes(values)])
+
+    def claimed_any(self) -> bool:
+        """True once a sketch was claimed (the ``skseq`` counter exists)."""
+        return bool(self.r.exists(f"{self.prefix}skseq"))
 
     def clear(self) -> int:
         """Delete every sketch."""

@@ -63,11 +63,12 @@ class SourceLibrary:
         for seg in work.get("segments") or []:
             index.remove(seg["id"])
 
-    def reindex(self) -> int:
-        """Re-add every work's seeds from MongoDB (after a Redis loss); returns segments indexed."""
+    def reindex(self, source_ids: list[str] | None = None) -> int:
+        """Re-add every work's seeds (or these works') from MongoDB (after a Redis loss); returns segments indexed."""
         n = 0
-        for listed in self.store.list_sources():
-            work = self.store.get_source(listed["id"])
+        ids = [w["id"] for w in self.store.list_sources()] if source_ids is None else source_ids
+        for source_id in ids:
+            work = self.store.get_source(source_id)
             for seg in (work or {}).get("segments") or []:
                 self.matcher.add_source(seg["id"], work["text"][seg["start"]:seg["end"]])
                 n += 1

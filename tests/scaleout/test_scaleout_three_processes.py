@@ -12,13 +12,15 @@ pytestmark = pytest.mark.timeout(240)
 STORIES = 20
 
 
-@pytest.fixture(scope="module")
-def crawl(servers, tmp_path_factory):
-    """20 stories x 3 hosts (original, boilerplate copy, near copy) crawled by 3 processes on one store."""
+@pytest.fixture(scope="module", params=["single", "cluster"])
+def crawl(servers, tmp_path_factory, request):
+    """20 stories x 3 hosts (original, boilerplate copy, near copy) crawled by 3 processes on one store
+    (one Redis, then a 3-master Redis Cluster)."""
     from storage import open_store
 
     tmp = tmp_path_factory.mktemp("scaleout")
-    config = servers.config(var_dir=str(tmp / "var"))
+    url = request.getfixturevalue("redis_cluster").url if request.param == "cluster" else servers.redis_url
+    config = servers.config(var_dir=str(tmp / "var"), redis_url=url)
     store = open_store(config)
     try:
         stories = load_stories(STORIES)

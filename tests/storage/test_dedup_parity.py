@@ -8,6 +8,8 @@ from benchmarks.accuracy.pairs import Config, build
 from fingerprint.neardup import DedupDoc, DedupEngine
 from storage.dedup_index import RedisDedupIndex
 
+BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
+
 
 def _verdict(engine: DedupEngine, doc: DedupDoc) -> tuple:
     v = engine.decide(doc)
@@ -17,6 +19,7 @@ def _verdict(engine: DedupEngine, doc: DedupDoc) -> tuple:
 
 
 @pytest.mark.slow
+@BOTH
 def test_memory_and_redis_indexes_give_every_verdict_alike(store):
     try:
         ls = build(Config(5, 5, 20), data_dir(None))

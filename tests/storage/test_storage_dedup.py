@@ -15,6 +15,7 @@ import pytest
 from storage.redis_index import decode_id, encode_id
 
 ROOT = Path(__file__).resolve().parents[2]
+BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
 
 
 def _h(i: int, salt: str = "") -> str:
@@ -30,6 +31,7 @@ def flip(fp: int, *bits: int) -> int:
     return fp
 
 
+@BOTH
 def test_exact_near_new(store):
     a = store.new_page_id()
     fp = 0xFFFF_0000_1234_8000
@@ -55,6 +57,7 @@ def test_exact_near_new(store):
     assert store.index.count() == 3
 
 
+@BOTH
 def test_nearest_wins_and_bad_input(store):
     fp = random.Random(1).getrandbits(64)
     far, near = store.new_page_id(), store.new_page_id()
@@ -79,6 +82,7 @@ def test_id_encoding_roundtrip(pid):
         assert len(raw) == len(pid) // 2
 
 
+@BOTH
 def test_two_processes_race(store_config, tmp_path):
     """Two real processes check the same stories at the same moment: exactly one original per story."""
     rng = random.Random(7)
@@ -155,6 +159,7 @@ def _answers(store, fps: list[int]) -> list[tuple]:
     return out
 
 
+@BOTH
 def test_rebuild_after_redis_loss_answers_the_same(store):
     fps = _fill(store, 800)
     before = _answers(store, fps)
@@ -172,6 +177,7 @@ def test_rebuild_after_redis_loss_answers_the_same(store):
     assert _answers(store, fps) == before
 
 
+@BOTH
 def test_purge_site_url_before(store):
     _fill(store, 60)
     c0 = store.counts()
@@ -198,6 +204,7 @@ def store_left(c0: dict, res: dict) -> int:
     return c0["pages"] - res["pages"]
 
 
+@BOTH
 def test_index_entry_without_page_is_replaced(store_config):
     """A crawler killed between check_and_insert and save_page must not make the re-fetched page a 'copy'."""
     from storage import open_store
@@ -235,12 +242,14 @@ def test_old_index_layout_is_rebuilt_on_open(store, store_config):
         assert st.index.count() == st.pages.count_documents({})
 
 
+@BOTH
 @pytest.mark.parametrize("k", range(7))
-def test_redis_index_equals_brute_force(store, k):
+def test_redis_index_equals_brute_force(store, k, redis_mode):
     """Every k from 0 to 6 is served exactly: the nearest kept fingerprint within k, as a full scan finds it."""
     from storage.redis_index import SimHashIndex
 
     index = SimHashIndex(store.redis, f"{store.config.key_prefix}bf{k}:", k)
+    assert index.cluster == (redis_mode == "cluster")
     rng = random.Random(k)
     bases = [rng.getrandbits(64) for _ in range(12)]
     kept: dict[str, int] = {}

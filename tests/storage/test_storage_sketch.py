@@ -1,11 +1,15 @@
 """The passage-sketch index (third dedup step) on real Redis: claims, order, removal, races, rebuild."""
 import threading
 
-import redis
+import pytest
 
+from storage.connection import redis_client
 from storage.redis_index import RedisSketchIndex
 
+BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
 
+
+@BOTH
 def test_claims_see_earlier_pages_with_their_order(store):
     a = store.claim_sketch("a" * 32, [1, 2, 3, 4], 2)
     b = store.claim_sketch("b" * 32, [3, 4, 5, 6], 2)
@@ -16,6 +20,7 @@ def test_claims_see_earlier_pages_with_their_order(store):
     assert again[0] == a[0] and again[1] == [("b" * 32, 2, b[0])]
 
 
+@BOTH
 def test_forget_copy_removes_only_that_page(store):
     store.claim_sketch("x1", [10, 11, 12], 1)
     store.claim_sketch("x2", [10, 11, 12], 1)
@@ -23,16 +28,17 @@ def test_forget_copy_removes_only_that_page(store):
     assert [o[0] for o in store.claim_sketch("x3", [10, 11, 12], 1)[1]] == ["x1"]
 
 
+@BOTH
 def test_two_crawlers_racing_on_copies_never_both_win_or_lose(store, store_config):
     """Threads with their own connections claim 200 pairs of overlapping sketches at once: in each pair
     exactly one claim sees the other as earlier."""
-    clients = [redis.Redis.from_url(store.redis_url) for _ in range(2)]
+    clients = [redis_client(store.redis_url) for _ in range(2)]
     results: dict[int, list] = {0: [], 1: []}
 
     def run(side: int) -> None:
         index = RedisSketchIndex(clients[side], store_config.key_prefix)
         for pair in range(200):
-            values = [pair * 100 + v for v in range(8)]
+            values = [(v << 60) + pair * 100 + v for v in range(8)]  # 8 buckets: 8 slots on a cluster
             seq, others = index.claim(f"p{pair}-{side}", values, 2)
             results[side].append((seq, [o for o in others if o[2] < seq]))
 
@@ -46,6 +52,7 @@ def test_two_crawlers_racing_on_copies_never_both_win_or_lose(store, store_confi
         assert sees_earlier.count(True) == 1, pair
 
 
+@BOTH
 def test_rebuild_restores_sketches_from_mongodb(store):
     store.save_page({"_id": "d" * 32, "url": "http://a.example/1", "text": "x", "sketch": [2 ** 64 - 1, 5, 6]})
     store.sketches.clear()

@@ -8,6 +8,8 @@ import pytest
 from benchmarks.shared_data import FICTION_FILE
 from storage.sources import SourceLibrary
 
+BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
+
 DATA = FICTION_FILE
 
 
@@ -23,6 +25,7 @@ def _book(chapters):
     return "".join(f"{c['chapter_title']}\n{c['text']}\n" for c in chapters[:3])
 
 
+@BOTH
 def test_a_work_is_segmented_and_matched_in_work_offsets(store, chapters):
     lib = SourceLibrary(store)
     book = _book(chapters)
@@ -43,6 +46,7 @@ def test_a_work_is_segmented_and_matched_in_work_offsets(store, chapters):
     assert lib.match(chapters[6]["text"]) == []
 
 
+@BOTH
 def test_removed_and_rebuilt(store, chapters):
     lib = SourceLibrary(store)
     lib.register("w1", "第一回", chapters[0]["text"])
@@ -56,6 +60,7 @@ def test_removed_and_rebuilt(store, chapters):
     assert [m["source_id"] for m in SourceLibrary(store).match(chapters[4]["text"])] == ["w2"]
 
 
+@BOTH
 def test_changed_text_replaces_old_seeds(store, chapters):
     lib = SourceLibrary(store)
     lib.register("w", "t", chapters[2]["text"])
@@ -64,6 +69,7 @@ def test_changed_text_replaces_old_seeds(store, chapters):
     assert [m["source_id"] for m in SourceLibrary(store).match(chapters[3]["text"])] == ["w"]
 
 
+@BOTH
 def test_site_licences(store):
     assert store.is_licensed("w", "partner.example") is False
     store.db.licenses.insert_one({"_id": "w|partner.example", "site": "partner.example", "source_id": "w"})
