@@ -14,15 +14,18 @@ from __future__ import annotations
 from .config import StoreConfig
 from .errors import StorageUnavailable
 from .maintenance import MaintenanceStore
+from .notices import NoticeStore
 from .schema import now, to_oid, to_signed64, to_unsigned64
 from . import servers as srv
 from .users import UserStore
+from .watch import WatchStore
 
 __all__ = ["Store", "open_store", "resolve_servers", "now", "to_oid", "to_signed64", "to_unsigned64"]
 
 
-class Store(MaintenanceStore, UserStore):
-    """Every read and write of pages, duplicates, sources, matches, runs and users, plus the Redis index."""
+class Store(MaintenanceStore, UserStore, WatchStore, NoticeStore):
+    """Every read and write of pages, duplicates, sources, matches, runs and users, the watch list and
+    takedown notices, plus the Redis index."""
 
 
 def resolve_servers(config: StoreConfig) -> tuple[str, str, dict[str, bool]]:

@@ -1,0 +1,88 @@
+"""AlertPipeline: a new match above ZHDEDUP_ALERT_MIN_SCORE is announced at once: a WARNING in the log
+and, with ZHDEDUP_ALERT_WEBHOOK set, a JSON POST sent through Scrapy's own downloader
+(`crawler.engine.download`), retried with backoff, never holding up the item or the crawl."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import scrapy
+from itemadapter import ItemAdapter
+
+from crawler import stats
+from pipelines._store import run_blocking, store_for
+
+logger = logging.getLogger(__name__)
+ALERTED = f"{stats.PREFIX}/alerts/announced"
+WEBHOOK_SENT = f"{stats.PREFIX}/alerts/webhook_sent"
+WEBHOOK_RETRIED = f"{stats.PREFIX}/alerts/webhook_retried"
+WEBHOOK_FAILED = f"{stats.PREFIX}/alerts/webhook_failed"
+
+
+class AlertPipeline:
+    """Runs after InfringementPipeline: reads the item's `matches`, announces those first seen now."""
+
+    def __init__(self, crawler, min_score: float, webhook: str, retries: int, backoff: float) -> None:
+        self.crawler = crawler
+        self.min_score = min_score
+        self.webhook = webhook
+        self.retries = retries
+        self.backoff = backoff
+        self.store = store_for(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler) -> "AlertPipeline":
+        """ZHDEDUP_ALERT_MIN_SCORE, ZHDEDUP_ALERT_WEBHOOK, ZHDEDUP_ALERT_RETRIES, ZHDEDUP_ALERT_BACKOFF."""
+        s = crawler.settings
+        return cls(crawler, s.getfloat("ZHDEDUP_ALERT_MIN_SCORE", 0.5), s.get("ZHDEDUP_ALERT_WEBHOOK") or "",
+                   s.getint("ZHDEDUP_ALERT_RETRIES", 4), s.getfloat("ZHDEDUP_ALERT_BACKOFF", 1.0))
+
+    async def process_item(self, item: Any) -> Any:
+        """Announce each new match at or above the threshold; the item always passes on unchanged."""
+        a = ItemAdapter(item)
+        for m in a.get("matches") or []:
+            if m["score"] < self.min_score:
+                continue
+            if not await run_blocking(self.crawler, self.store.match_is_new, a["url"], m["source_id"]):
+                continue
+            self.announce({"event": "new_match", "suspect_url": a["url"], "site": a.get("site"),
+                           "title": a.get("title"), "source_id": m["source_id"], "score": round(m["score"], 4),
+                           "fetched": str(a.get("fetched") or "")})
+        return item
+
+    def announce(self, alert: dict) -> None:
+        """The WARNING line, then the webhook in the background."""
+        self.crawler.stats.inc_value(ALERTED)
+        logger.warning("NEW MATCH %s copies source %s (score %.2f) on %s", alert["suspect_url"],
+                       alert["source_id"], alert["score"], alert["site"])
+        if self.webhook:
+            self.post(alert, attempt=0)
+
+    def post(self, alert: dict, attempt: int) -> None:
+        """One POST of the alert through the engine's downloader; failure schedules the next try."""
+        request = scrapy.Request(self.webhook, method="POST", body=json.dumps(alert, ensure_ascii=False).encode(),
+                                 headers={"Content-Type": "application/json; charset=utf-8"}, dont_filter=True,
+                                 priority=100, meta={"dont_obey_robotstxt": True, "dont_retry": True})
+        d = self.crawler.engine.download(request)
+        d.addCallbacks(lambda r: self.posted(alert, attempt, r.status),
+                       lambda f: self.retry(alert, attempt, f.getErrorMessage()))
+
+    def posted(self, alert: dict, attempt: int, status: int) -> None:
+        """2xx: done; anything else is retried."""
+        if 200 <= status < 300:
+            self.crawler.stats.inc_value(WEBHOOK_SENT)
+        else:
+            self.retry(alert, attempt, f"HTTP {status}")
+
+    def retry(self, alert: dict, attempt: int, reason: str) -> None:
+        """Try again after backoff * 2**attempt seconds, or give up with an error line naming the match."""
+        if attempt >= self.retries:
+            self.crawler.stats.inc_value(WEBHOOK_FAILED)
+            logger.error("alert webhook %s failed %d times (%s); alert for %s not delivered", self.webhook,
+                         attempt + 1, reason, alert["suspect_url"])
+            return
+        self.crawler.stats.inc_value(WEBHOOK_RETRIED)
+        from twisted.internet import reactor  # the installed one (never import it at module level)
+
+        reactor.callLater(self.backoff * 2 ** attempt, self.post, alert, attempt + 1)
