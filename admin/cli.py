@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any, Sequence
 
+from admin import notices_cli
 from admin.queries import STATUSES, MatchQuery
 
 
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--status", choices=STATUSES)
     m.add_argument("--limit", type=int, default=1000)
     m.set_defaults(func=_matches)
+    notices_cli.add_parser(sub)
     return p
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import scrapy
 from itemadapter import ItemAdapter
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
 
 from crawler import stats
 from pipelines._store import run_blocking, store_for
@@ -30,6 +32,9 @@ class AlertPipeline:
         self.retries = retries
         self.backoff = backoff
         self.store = store_for(crawler)
+        self.outstanding = 0  # alerts whose webhook delivery is not settled yet
+        crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler) -> "AlertPipeline":
@@ -57,7 +62,19 @@ class AlertPipeline:
         logger.warning("NEW MATCH %s copies source %s (score %.2f) on %s", alert["suspect_url"],
                        alert["source_id"], alert["score"], alert["site"])
         if self.webhook:
+            self.outstanding += 1
             self.post(alert, attempt=0)
+
+    def spider_idle(self, spider) -> None:
+        """Keep the crawl open while a webhook retry is waiting for its backoff."""
+        if self.outstanding:
+            raise DontCloseSpider
+
+    def spider_closed(self, spider, reason: str = "") -> None:
+        """Say how many alerts a stop left undelivered (they are in the log as WARNING lines)."""
+        if self.outstanding:
+            logger.error("%d alert(s) not delivered to %s: the crawl stopped (%s) during their retries",
+                         self.outstanding, self.webhook, reason)
 
     def post(self, alert: dict, attempt: int) -> None:
         """One POST of the alert through the engine's downloader; failure schedules the next try."""
@@ -71,6 +88,7 @@ class AlertPipeline:
     def posted(self, alert: dict, attempt: int, status: int) -> None:
         """2xx: done; anything else is retried."""
         if 200 <= status < 300:
+            self.outstanding -= 1
             self.crawler.stats.inc_value(WEBHOOK_SENT)
         else:
             self.retry(alert, attempt, f"HTTP {status}")
@@ -78,6 +96,7 @@ class AlertPipeline:
     def retry(self, alert: dict, attempt: int, reason: str) -> None:
         """Try again after backoff * 2**attempt seconds, or give up with an error line naming the match."""
         if attempt >= self.retries:
+            self.outstanding -= 1
             self.crawler.stats.inc_value(WEBHOOK_FAILED)
             logger.error("alert webhook %s failed %d times (%s); alert for %s not delivered", self.webhook,
                          attempt + 1, reason, alert["suspect_url"])

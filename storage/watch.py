@@ -51,7 +51,8 @@ class WatchStore(Connection):
     # ---- the watch list ----------------------------------------------------------------------------
     def add_watch(self, url: str, interval: float = DEFAULT_INTERVAL, kind: str = "auto",
                   profile: str | None = None, site: str | None = None) -> dict:
-        """Watch a URL (TOC, feed, sitemap or page) every `interval` seconds; re-adding updates it."""
+        """Watch a URL (TOC, feed, sitemap or page) every `interval` seconds, the first round due now;
+        re-adding updates it and makes a round due now (its validators and seen entries are kept)."""
         url = check_watch_url(url)
         if kind not in WATCH_KINDS:
             raise ValueError(f"watch kind must be one of {WATCH_KINDS}, not {kind!r}")
@@ -59,9 +60,9 @@ class WatchStore(Connection):
             raise ValueError(f"interval must be at least {MIN_INTERVAL} second(s), not {interval!r}")
         at = now()
         body = {"url": url, "kind": kind, "interval": float(interval), "profile": profile,
-                "site": site or re.sub(r"^www\.", "", urlsplit(url).netloc.lower()), "enabled": True}
+                "site": site or re.sub(r"^www\.", "", urlsplit(url).netloc.lower()), "enabled": True, "next_due": at}
         self._retry("mongo", self.db.watch_sites.update_one, {"_id": url},
-                    {"$set": body, "$setOnInsert": {"added": at, "next_due": at, "rounds": 0}}, upsert=True)
+                    {"$set": body, "$setOnInsert": {"added": at, "rounds": 0}}, upsert=True)
         return self.get_watch(url) or {}
 
     def get_watch(self, url: str) -> dict | None:
