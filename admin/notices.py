@@ -33,11 +33,14 @@ class NoticeError(ValueError):
 
 
 def evidence_digest(match: dict) -> tuple[str, str]:
-    """(SHA-256 hex of the suspect text, where it came from): the evidence store's, else computed here."""
+    """(SHA-256 hex of the suspect text, where it came from): the evidence store's, else computed here;
+    ("", "unavailable") for a match recorded without its text (never the digest of an empty string)."""
     stored = (match.get("evidence") or {}).get("text_sha256")
     if stored:
         return stored, "evidence store"
-    return hashlib.sha256((match.get("suspect_text") or "").encode("utf-8")).hexdigest(), "suspect text"
+    if not match.get("suspect_text"):
+        return "", "unavailable"
+    return hashlib.sha256(match["suspect_text"].encode("utf-8")).hexdigest(), "suspect text"
 
 
 def passages(match: dict, limit: int = MAX_PASSAGES, width: int = PASSAGE_CHARS) -> list[dict]:
