@@ -81,13 +81,13 @@ ITEM_PIPELINES = {
     "pipelines.fingerprint.FingerprintPipeline": 200,
     # before dedup: a pirate copy of a page crawled earlier is dropped as a duplicate, yet still reported
     "pipelines.infringement.InfringementPipeline": 250,
-    "pipelines.alerts.AlertPipeline": 260,   # a new match above ZHDEDUP_ALERT_MIN_SCORE: log + webhook
     "pipelines.dedup.DedupPipeline": 300,
     "pipelines.store.StorePipeline": 500,
 }
 EXTENSIONS = {
     "crawler.extensions.CrawlSummary": 500,
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
+    "crawler.alerts.MatchAlerts": 520,        # a new match above ZHDEDUP_ALERT_MIN_SCORE: WARNING + webhook
 }
 ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k (0..8) between 64-bit SimHashes;
                                 # the Redis index's block layout follows k (a change rebuilds it)

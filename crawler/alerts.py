@@ -1,6 +1,9 @@
-"""AlertPipeline: a new match above ZHDEDUP_ALERT_MIN_SCORE is announced at once: a WARNING in the log
-and, with ZHDEDUP_ALERT_WEBHOOK set, a JSON POST sent through Scrapy's own downloader
-(`crawler.engine.download`), retried with backoff, never holding up the item or the crawl."""
+"""MatchAlerts extension: a new match above ZHDEDUP_ALERT_MIN_SCORE is announced at once: a WARNING in
+the log and, with ZHDEDUP_ALERT_WEBHOOK set, a JSON POST sent through Scrapy's own downloader
+(`crawler.engine.download`), retried with backoff, never holding up an item or the crawl.
+
+It listens for items leaving the pipelines (item_scraped, and item_dropped: a pirate copy dropped as a
+duplicate still carries the matches InfringementPipeline recorded), so the pipeline chain is unchanged."""
 from __future__ import annotations
 
 import json
@@ -11,9 +14,10 @@ import scrapy
 from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
+from twisted.internet.threads import deferToThread
 
 from crawler import stats
-from pipelines._store import run_blocking, store_for
+from pipelines._store import store_for
 
 logger = logging.getLogger(__name__)
 ALERTED = f"{stats.PREFIX}/alerts/announced"
@@ -22,8 +26,8 @@ WEBHOOK_RETRIED = f"{stats.PREFIX}/alerts/webhook_retried"
 WEBHOOK_FAILED = f"{stats.PREFIX}/alerts/webhook_failed"
 
 
-class AlertPipeline:
-    """Runs after InfringementPipeline: reads the item's `matches`, announces those first seen now."""
+class MatchAlerts:
+    """Reads each finished item's `matches` (set by InfringementPipeline) and announces those first seen now."""
 
     def __init__(self, crawler, min_score: float, webhook: str, retries: int, backoff: float) -> None:
         self.crawler = crawler
@@ -31,30 +35,43 @@ class AlertPipeline:
         self.webhook = webhook
         self.retries = retries
         self.backoff = backoff
-        self.store = store_for(crawler)
-        self.outstanding = 0  # alerts whose webhook delivery is not settled yet
+        self.outstanding = 0  # alerts being looked up or whose webhook delivery is not settled yet
+        crawler.signals.connect(self.item_done, signal=signals.item_scraped)
+        crawler.signals.connect(self.item_done, signal=signals.item_dropped)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
-    def from_crawler(cls, crawler) -> "AlertPipeline":
+    def from_crawler(cls, crawler) -> "MatchAlerts":
         """ZHDEDUP_ALERT_MIN_SCORE, ZHDEDUP_ALERT_WEBHOOK, ZHDEDUP_ALERT_RETRIES, ZHDEDUP_ALERT_BACKOFF."""
         s = crawler.settings
         return cls(crawler, s.getfloat("ZHDEDUP_ALERT_MIN_SCORE", 0.5), s.get("ZHDEDUP_ALERT_WEBHOOK") or "",
                    s.getint("ZHDEDUP_ALERT_RETRIES", 4), s.getfloat("ZHDEDUP_ALERT_BACKOFF", 1.0))
 
-    async def process_item(self, item: Any) -> Any:
-        """Announce each new match at or above the threshold; the item always passes on unchanged."""
+    def item_done(self, item: Any, **kwargs: Any) -> None:
+        """Look up in a thread which of the item's matches at or above the threshold are new."""
         a = ItemAdapter(item)
-        for m in a.get("matches") or []:
-            if m["score"] < self.min_score:
-                continue
-            if not await run_blocking(self.crawler, self.store.match_is_new, a["url"], m["source_id"]):
-                continue
-            self.announce({"event": "new_match", "suspect_url": a["url"], "site": a.get("site"),
-                           "title": a.get("title"), "source_id": m["source_id"], "score": round(m["score"], 4),
-                           "fetched": str(a.get("fetched") or "")})
-        return item
+        matches = [m for m in a.get("matches") or [] if m["score"] >= self.min_score]
+        if not matches:
+            return
+        fields = {k: a.get(k) for k in ("url", "site", "title", "fetched")}
+        self.outstanding += 1
+        store = store_for(self.crawler)  # the pipelines' store, already open: this item has matches
+        d = deferToThread(lambda: [m for m in matches if store.match_is_new(fields["url"], m["source_id"])])
+        d.addCallbacks(lambda new: self.found(fields, new), self.lookup_failed, errbackArgs=(fields["url"],))
+
+    def found(self, page: dict, new: list[dict]) -> None:
+        """Announce the page's new matches."""
+        self.outstanding -= 1
+        for m in new:
+            self.announce({"event": "new_match", "suspect_url": page["url"], "site": page["site"],
+                           "title": page["title"], "source_id": m["source_id"], "score": round(m["score"], 4),
+                           "fetched": str(page["fetched"] or "")})
+
+    def lookup_failed(self, failure: Any, url: str) -> None:
+        """The store could not say whether a match is new: say so (the match itself is stored)."""
+        self.outstanding -= 1
+        logger.error("alert for %s skipped: could not read its match (%s)", url, failure.getErrorMessage())
 
     def announce(self, alert: dict) -> None:
         """The WARNING line, then the webhook in the background."""
@@ -66,7 +83,7 @@ class AlertPipeline:
             self.post(alert, attempt=0)
 
     def spider_idle(self, spider) -> None:
-        """Keep the crawl open while a webhook retry is waiting for its backoff."""
+        """Keep the crawl open while an alert is being looked up or a webhook retry waits for its backoff."""
         if self.outstanding:
             raise DontCloseSpider
 
