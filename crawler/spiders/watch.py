@@ -63,10 +63,13 @@ def feed_links(body: bytes) -> list[str]:
     return [u for u in links if u]
 
 
-def visible_text(body: bytes) -> str:
-    """The page's text without tags or whitespace (for "is the copied passage still there?")."""
+def visible_text(page: str) -> str:
+    """The page's text without tags or whitespace (for "is the copied passage still there?"); decoded
+    text in, so a charset given only in the Content-Type header is honoured."""
+    if not page.strip():
+        return ""
     try:
-        root = lxml_html.fromstring(body)
+        root = lxml_html.fromstring(page)
     except (etree.ParserError, ValueError):
         return ""
     for bad in root.xpath("//script|//style"):
@@ -96,6 +99,7 @@ class WatchSpider(FictionSpider):
         self.rounds_done: dict[str, int] = {}
         self.store: Any = None
         self.wakeup: Any = None
+        self.checking: set[str] = set()       # noticed URLs whose follow-up request is out
 
     @classmethod
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any) -> "WatchSpider":
@@ -148,8 +152,10 @@ class WatchSpider(FictionSpider):
             self.count("watch/rounds")
             out.append(self.conditional(url, self.parse_listing, {"watch": watch}, priority=20_000))
             if self.followup:
-                out += [self.conditional(t["_id"], self.parse_followup, {"takedown": t}, priority=-1)
-                        for t in self.store.noticed_urls(watch["site"])]
+                for t in self.store.noticed_urls(watch["site"]):
+                    if t["_id"] not in self.checking:
+                        self.checking.add(t["_id"])
+                        out.append(self.conditional(t["_id"], self.parse_followup, {"takedown": t}, priority=-1))
         return out
 
     def finished(self, url: str) -> bool:
@@ -197,9 +203,9 @@ class WatchSpider(FictionSpider):
         if found.get("last_modified"):
             headers["If-Modified-Since"] = found["last_modified"]
         self.count("watch/conditional" if headers else "watch/unconditional")
+        errback = self.listing_error if callback == self.parse_listing else self.followup_error
         return scrapy.Request(url, callback, headers=headers, cb_kwargs=cb_kwargs, dont_filter=True,
-                              priority=priority, errback=self.listing_error if callback == self.parse_listing
-                              else self.on_error, meta={"handle_httpstatus_list": CHECK_STATUSES})
+                              priority=priority, errback=errback, meta={"handle_httpstatus_list": CHECK_STATUSES})
 
     def round_done(self, watch: dict, outcome: dict) -> None:
         """Schedule the next round of a watched URL."""
@@ -213,6 +219,11 @@ class WatchSpider(FictionSpider):
         self.on_error(failure)
         watch = failure.request.cb_kwargs["watch"]
         self.round_done(watch, {"error": failure_reason(failure), "at": time.time()})
+
+    def followup_error(self, failure: Failure) -> None:
+        """A noticed URL could not be checked (timeout, refused): logged; it stays "up" until a check works."""
+        self.on_error(failure)
+        self.checking.discard(failure.request.url)
 
     # ---- a watched listing -------------------------------------------------------------------------
     def parse_listing(self, response: Response, watch: dict) -> Iterable[scrapy.Request]:
@@ -228,6 +239,8 @@ class WatchSpider(FictionSpider):
             return []
         self.store.save_validators(watch["url"], header(response, b"ETag"), header(response, b"Last-Modified"),
                                    response.status)
+        if listing_kind(response) == "sitemap" and Sitemap(response.body).type == "sitemapindex":
+            return self.child_sitemaps(response, watch)
         entries = self.entries(response, watch)
         known = self.store.known_entries(watch["url"])
         fresh = [(u, m, t) for u, m, t in entries
@@ -239,6 +252,13 @@ class WatchSpider(FictionSpider):
         self.round_done(watch, {"status": response.status, "new": len(fresh)})
         return [self.entry_request(watch, url, lastmod, title, len(fresh) - i)
                 for i, (url, lastmod, title) in enumerate(fresh)]
+
+    def child_sitemaps(self, response: Response, watch: dict) -> list[scrapy.Request]:
+        """A sitemap index: each child sitemap is re-visited (conditionally) as part of this round."""
+        children = [e["loc"] for e in Sitemap(response.body) if e.get("loc")]
+        self.round_done(watch, {"status": response.status, "sitemaps": len(children)})
+        return [self.conditional(loc, self.parse_listing, {"watch": {**watch, "url": loc, "kind": "sitemap"}},
+                                 priority=20_000) for loc in children]
 
     def entries(self, response: Response, watch: dict) -> list[tuple[str, str, str]]:
         """(url, lastmod, title) of the listing's entries: sitemap URLs, feed items, TOC chapters or links."""
@@ -313,6 +333,7 @@ class WatchSpider(FictionSpider):
     def parse_followup(self, response: Response, takedown: dict) -> None:
         """A noticed URL: 404/410 or copied passages gone = taken down; 304 or passages there = still up."""
         url = takedown["_id"]
+        self.checking.discard(url)
         if response.status in GONE_STATUSES:
             gone, reason = True, f"http {response.status}"
         elif response.status == 304:
@@ -320,7 +341,7 @@ class WatchSpider(FictionSpider):
         else:
             self.store.save_validators(url, header(response, b"ETag"), header(response, b"Last-Modified"),
                                        response.status)
-            text = visible_text(response.body)
+            text = visible_text(response.text) if isinstance(response, TextResponse) else ""
             probes = [re.sub(r"\s+", "", p) for p in takedown.get("probes") or []]
             still = [p for p in probes if p and p in text]
             gone = bool(probes) and not still
