@@ -63,3 +63,34 @@ def test_watch_list_survives_and_bad_arguments_exit_2(store, watcher, pirate):
         proc = subprocess.run([sys.executable, "-m", "crawler", "watch", *bad], env=watcher.env,
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_sigterm_stops_cleanly_and_the_next_start_resumes(store, watcher, pirate):
+    """SIGTERM between rounds: Scrapy's clean shutdown (exit 0, run recorded); a new watcher resumes with
+    the stored validators, so its first round is a 304."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from benchmarks.bench_watch import LOCAL, wait_for
+
+    pirate.publish(*filler(0))
+    cmd = [sys.executable, "-m", "crawler", "watch", "--every", "60", pirate.toc_url]
+    for s in LOCAL:
+        cmd += ["-s", s]
+    proc = subprocess.Popen(cmd, env=watcher.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_for(lambda: store.known_entries(pirate.toc_url), 60, 0.2)
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        log, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "'finish_reason': 'shutdown'" in log
+    run = store.list_runs(1)[0]
+    assert run["spider"] == "watch" and run["finished"] is not None
+    before = len(pirate.hits)
+    watcher("--rounds", "1", pirate.toc_url)
+    assert [(h.path, h.status) for h in pirate.hits[before:]] == [("/book/", 304)]
