@@ -169,7 +169,7 @@ class WatchSpider(FictionSpider):
         self.pending.clear()  # idle: nothing is out, so what is left failed (and was logged as such)
         self.wake()
         watched = [w["url"] for w in self.store.list_watches()]
-        if self.max_rounds and watched and all(self.finished(u) for u in watched):
+        if self.max_rounds and all(self.finished(u) for u in watched):  # an empty list is done too
             return
         raise DontCloseSpider
 
