@@ -49,7 +49,7 @@ def passages(match: dict, limit: int = MAX_PASSAGES, width: int = PASSAGE_CHARS)
     spans = sorted((tuple(s) for s in match.get("suspect_spans") or []), key=lambda s: (s[0] - s[1], s[0]))
     out = []
     for start, end in spans[:limit]:
-        quote = text[start:end].strip()
+        quote = " ".join(text[start:end].split())  # one line per passage, whatever the page's line breaks
         out.append({"start": start, "end": end, "chars": end - start,
                     "text": quote if len(quote) <= width else quote[:width] + "…"})
     return sorted(out, key=lambda p: p["start"])
@@ -95,7 +95,7 @@ def build_notice(store: Any, site: str, holder: str | None = None, contact: str 
                                           "holder": src.get("rights_holder") or src.get("author")})
     holders = sorted({w["holder"] for w in works.values() if w["holder"]})
     notice = {"site": site, "rights_holder": holder or "、".join(holders) or "（权利人）",
-              "contact": contact or "", "works": list(works.values()), "items": [notice_item(m) for m in matches],
+              "contact": contact or "", "works": sorted(works.values(), key=lambda w: w["source_id"]), "items": [notice_item(m) for m in matches],
               "created": datetime.now(timezone.utc)}
     nid = store.save_notice(notice, {m["suspect_url"]: probes(m) for m in matches})
     return store.get_notice(nid), True
