@@ -67,9 +67,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         app.config["SECRET_KEY"] = load_secret_key()
     csrf.init_app(app)
 
-    from admin import api, auth, dashboard, duplicates, matches, runs, sources
+    from admin import api, auth, dashboard, duplicates, matches, notices, runs, sources, watch
 
-    for bp in (auth.bp, dashboard.bp, matches.bp, duplicates.bp, sources.bp, runs.bp, api.bp):
+    for bp in (auth.bp, dashboard.bp, matches.bp, duplicates.bp, sources.bp, runs.bp, api.bp, watch.bp, notices.bp):
         app.register_blueprint(bp)
     app.add_url_rule("/", endpoint="index", view_func=dashboard.index)
     app.add_template_filter(_fmt_dt, "dt")

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any, Sequence
 
+from admin import notices_cli
 from admin.queries import STATUSES, MatchQuery
 from fingerprint.cliparser import OneLineParser
 
@@ -160,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     from admin import evidence_cli
 
     evidence_cli.add_parser(sub)
+    notices_cli.add_parser(sub)
     return p
 
 

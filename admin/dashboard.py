@@ -1,6 +1,7 @@
 """Dashboard: crawl and match counts, recent runs, matches per day per site, top sites."""
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from flask import Blueprint, current_app, render_template
@@ -12,6 +13,7 @@ from admin.render import svg_stacked_bars
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 
 CACHE_SECONDS = 60
+RECENT = timedelta(hours=1)  # "found in the last hour": what watch mode caught just now
 
 
 def _cache() -> TTLCache:
@@ -26,5 +28,6 @@ def index() -> Any:
     stats = _cache().get("stats", ttl, store.dashboard_stats,
                          wait=current_app.config.get("DASHBOARD_WAIT_SECONDS", 1.0))
     chart = svg_stacked_bars(stats["days"], stats["series"]) if stats else None
+    recent = store.matches_since(datetime.now(timezone.utc) - RECENT)  # uncached: minutes matter here
     return render_template("dashboard.html", stats=stats, runs=store.list_runs(10), chart=chart,
-                           has_chart=bool(stats and stats["series"]))
+                           has_chart=bool(stats and stats["series"]), recent=recent)

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from crawler import watch
 from crawler.demo_site.server import SiteServer
 from crawler.demo_site.sites import NAMES, SITES, START
 from fingerprint.cliparser import OneLineParser
@@ -159,7 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     p_demo.add_argument("--serve", action="store_true", help="keep serving the sites after the crawl")
     p_serve = sub.add_parser("serve-demo", help="serve the demo sites on 127.0.0.1 until Ctrl-C")
     p_serve.add_argument("--port", type=first_port, default=8765, help="first port (sites use port..port+3)")
+    watch.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "watch":
+        return watch.run(args)
     try:
         if args.command == "serve-demo":
             return serve(args.port)

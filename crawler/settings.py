@@ -93,6 +93,7 @@ EXTENSIONS = {
     "crawler.extensions.CrawlSummary": 500,
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
     "crawler.progress.CrawlProgress": 520,    # a line of running counts every few seconds
+    "crawler.alerts.MatchAlerts": 530,        # a new match above ZHDEDUP_ALERT_MIN_SCORE: WARNING + webhook
 }
 ZHDEDUP_PROGRESS_ENABLED = True
 ZHDEDUP_PROGRESS_INTERVAL = 0   # seconds between progress lines; 0 = 5 s on a terminal, 30 s in a log file
@@ -112,6 +113,14 @@ ZHDEDUP_REPORT_MAX_ENTRIES = 100_000  # URLs listed per kept/dropped list in tha
 ZHDEDUP_STORE = {}              # overrides for StoreConfig.from_env, e.g. -s 'ZHDEDUP_STORE={"db_name": "t"}'
 ZHDEDUP_STORE_THREADS = 4       # threads for blocking store calls, so downloads go on meanwhile
 ZHDEDUP_FINGERPRINT_WORKERS = 0 # >0: fingerprint in that many worker processes (0: inline, ~1 ms/page)
+
+# --- Watch mode and alerts (python -m crawler watch; docs in README "Watch mode and notices") ----------
+ZHDEDUP_WATCH_EVERY = 300       # default seconds between two rounds of a watched URL (per site in the store)
+ZHDEDUP_WATCH_FOLLOWUP = True   # watch rounds re-check noticed URLs: taken down (404/410, text gone) or up
+ZHDEDUP_ALERT_MIN_SCORE = float(os.environ.get("ZHDEDUP_ALERT_MIN_SCORE", "0.5"))  # new matches announced
+ZHDEDUP_ALERT_WEBHOOK = os.environ.get("ZHDEDUP_ALERT_WEBHOOK", "")  # POST a JSON document per new match here
+ZHDEDUP_ALERT_RETRIES = 4       # webhook tries after the first, with backoff 1, 2, 4, 8 s (never blocks the crawl)
+ZHDEDUP_ALERT_BACKOFF = 1.0
 
 # --- Runtime ------------------------------------------------------------------------------------
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

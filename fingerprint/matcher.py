@@ -10,7 +10,7 @@ Two stages (seed 004 replaced by a candidate/verify design):
    with character offsets in both texts, whatever order they appear in.
 
 A page copies a source when the passages cover >= `min_coverage` of the source or >= `min_chars`
-Han characters of it. Scores are plain shares a reviewer can read: source_coverage (how much of the
+Han characters of it, or when one unbroken passage of >= `min_passage` Han characters is shared. Scores are plain shares a reviewer can read: source_coverage (how much of the
 work was copied) and suspect_coverage (how much of the page is copied text).
 """
 from __future__ import annotations
@@ -109,6 +109,7 @@ class MatchParams:
     merge_gap: int = 3
     min_coverage: float = 0.30
     min_chars: int = 300
+    min_passage: int = 160  # one unbroken passage this long (in both texts) is a copy whatever its share
     min_copied: int = 60
 
 
@@ -199,12 +200,19 @@ def _verify(source_id: str, source: _Letters, suspect: _Letters, params: MatchPa
     if copied < params.min_copied or not len(source.codes):
         return None
     coverage = src_letters / len(source.codes)
-    if coverage < params.min_coverage and copied < params.min_chars:
+    if coverage < params.min_coverage and copied < params.min_chars and not _one_passage(src_runs, sus_runs, params):
         return None
     return Match(source_id=source_id, score=min(1.0, coverage), source_coverage=coverage,
                  suspect_coverage=sus_letters / len(suspect.codes), copied_chars=copied,
                  source_spans=_char_spans(src_runs, source.offsets),
                  suspect_spans=_char_spans(sus_runs, suspect.offsets), methods=["pinyin-passages"])
+
+
+def _one_passage(src_runs: list[tuple[int, int]], sus_runs: list[tuple[int, int]], params: MatchParams) -> bool:
+    """An excerpt (10-20% of a chapter inside an unrelated page) is one long run on both sides; text that
+    merely shares names and stock phrases is many short ones."""
+    longest = min(max((e - s for s, e in runs), default=0) for runs in (src_runs, sus_runs))
+    return longest >= params.min_passage
 
 
 _HEADING = re.compile(r"^\s*第[0-9一二三四五六七八九十百千零〇两]+[回章节卷集篇].{0,40}$", re.M)

@@ -25,6 +25,10 @@ FEEDS = f"{PREFIX}/feeds"
 BOOKS = f"{PREFIX}/books"
 JOINED_PARTS = f"{PREFIX}/joined_parts"  # chapter pages joined into the chapter before them
 DUPLICATE_KINDS = ("exact", "near", "passages")
+ALERTS_ANNOUNCED = f"{PREFIX}/alerts/announced"      # new matches above ZHDEDUP_ALERT_MIN_SCORE
+WEBHOOK_SENT = f"{PREFIX}/alerts/webhook_sent"
+WEBHOOK_RETRIED = f"{PREFIX}/alerts/webhook_retried"
+WEBHOOK_FAILED = f"{PREFIX}/alerts/webhook_failed"
 
 
 def dropped(kind: str) -> str:
@@ -37,6 +41,12 @@ def dropped(kind: str) -> str:
 def failed(reason: str) -> str:
     """Pages or items lost to a failure, by a reason slug (no_text, http_404, spool_unwritable...)."""
     return f"{PREFIX}/failed/{reason}"
+
+
+def watch(event: str) -> str:
+    """Watch-mode counts: rounds, conditional / unconditional, not_modified, changed, new_entries,
+    takedown_gone / takedown_up."""
+    return f"{PREFIX}/watch/{event}"
 
 
 def skipped(reason: str) -> str:

@@ -16,16 +16,18 @@ from .config import StoreConfig
 from .errors import StorageUnavailable
 from .evidence import EvidenceStore
 from .maintenance import MaintenanceStore
+from .notices import NoticeStore
 from .schema import now, to_oid, to_signed64, to_unsigned64
 from . import servers as srv
 from .users import UserStore
+from .watch import WatchStore
 
 __all__ = ["Store", "open_store", "resolve_servers", "now", "to_oid", "to_signed64", "to_unsigned64"]
 
 
-class Store(MaintenanceStore, UserStore, EvidenceStore):
-    """Every read and write of pages, duplicates, sources, matches, runs, users and match evidence,
-    plus the Redis index."""
+class Store(MaintenanceStore, UserStore, EvidenceStore, WatchStore, NoticeStore):
+    """Every read and write of pages, duplicates, sources, matches, runs, users, match evidence, the watch
+    list and takedown notices, plus the Redis index."""
 
 
 def resolve_servers(config: StoreConfig) -> tuple[str, str, dict[str, bool]]:

@@ -75,6 +75,18 @@ def test_partial_copy_inside_another_page(library, chapters):
     assert abs(s2 - 1000) < 15 and abs(e2 - 1400) < 15
 
 
+def test_small_excerpt_inside_another_page(library, chapters):
+    """A 220-character excerpt (well under 30% of the chapter and under 300 copied characters) is one
+    unbroken shared passage: a copy."""
+    src = chapters[9]["text"]
+    assert len(src) > 2000
+    excerpt = src[1000:1220]
+    page = chapters[55]["text"][:1500] + excerpt + chapters[56]["text"][:1500]
+    m = _top(library, page)
+    assert m is not None and m.source_id == chapters[9]["id"] and m.source_coverage < 0.3
+    assert m.copied_chars < 300
+
+
 def test_joined_chapters_match_each_chapter(library, chapters):
     page = chapters[11]["text"] + "\n" + chapters[12]["text"]
     assert {m.source_id for m in library.match(page)} >= {chapters[11]["id"], chapters[12]["id"]}

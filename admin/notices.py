@@ -1,0 +1,161 @@
+"""Takedown notices from confirmed matches: one per infringing site, in Chinese (《信息网络传播权保护条例》
+第十四条) and English (DMCA-style), as Markdown, plain text or HTML; plus the admin's notice pages.
+
+A notice lists the rights holder, the works, every infringing URL with its matched passages and the
+SHA-256 of the suspect text (the evidence store's digest when the match has one), and the date. It is
+stored with the matches it covers (storage/notices.py), so the same match is never noticed twice.
+"""
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from flask import Blueprint, Response, abort, flash, g, redirect, render_template, request, url_for
+
+from admin import get_store
+
+FORMATS = ("md", "txt", "html")
+LANGS = ("both", "zh", "en")
+MAX_PASSAGES = 5        # passages quoted per URL (the digest covers the whole text)
+PASSAGE_CHARS = 120     # characters quoted per passage
+PROBES = 3              # passages whose absence later means "content gone"
+PROBE_CHARS = 24
+TEMPLATES = Path(__file__).with_name("templates") / "notices"
+
+bp = Blueprint("notices", __name__, url_prefix="/notices")
+
+
+class NoticeError(ValueError):
+    """Nothing to put in a notice (no confirmed match for the site), said in one line."""
+
+
+def evidence_digest(match: dict) -> tuple[str, str]:
+    """(SHA-256 hex of the suspect text, where it came from): the evidence store's, else computed here;
+    ("", "unavailable") for a match recorded without its text (never the digest of an empty string)."""
+    stored = (match.get("evidence") or {}).get("text_sha256")
+    if stored:
+        return stored, "evidence store"
+    if not match.get("suspect_text"):
+        return "", "unavailable"
+    return hashlib.sha256(match["suspect_text"].encode("utf-8")).hexdigest(), "suspect text"
+
+
+def passages(match: dict, limit: int = MAX_PASSAGES, width: int = PASSAGE_CHARS) -> list[dict]:
+    """The matched spans of the suspect text, longest first, each quoted up to `width` characters."""
+    text = match.get("suspect_text") or ""
+    spans = sorted((tuple(s) for s in match.get("suspect_spans") or []), key=lambda s: (s[0] - s[1], s[0]))
+    out = []
+    for start, end in spans[:limit]:
+        quote = " ".join(text[start:end].split())  # one line per passage, whatever the page's line breaks
+        out.append({"start": start, "end": end, "chars": end - start,
+                    "text": quote if len(quote) <= width else quote[:width] + "…"})
+    return sorted(out, key=lambda p: p["start"])
+
+
+def probes(match: dict) -> list[str]:
+    """Short passages from the earliest matched spans (the first page of a multi-page chapter)."""
+    text = match.get("suspect_text") or ""
+    out = []
+    for start, end in sorted(tuple(s) for s in match.get("suspect_spans") or []):
+        snippet = "".join(text[start:end].split())[:PROBE_CHARS]
+        if len(snippet) >= 8:
+            out.append(snippet)
+        if len(out) >= PROBES:
+            break
+    return out
+
+
+def notice_item(match: dict) -> dict:
+    """One infringing URL of a notice."""
+    digest, origin = evidence_digest(match)
+    return {"match_id": match["_id"], "url": match["suspect_url"], "title": match.get("title"),
+            "source_id": match["source_id"], "source_title": match.get("source_title"),
+            "score": match.get("score"), "text_sha256": digest, "digest_from": origin,
+            "passages": passages(match), "found": match.get("created")}
+
+
+def build_notice(store: Any, site: str, holder: str | None = None, contact: str | None = None) -> tuple[dict, bool]:
+    """The notice for a site's confirmed matches not noticed yet (stored), or the latest one when every
+    confirmed match is already covered: (notice, created now). NoticeError when there is nothing."""
+    matches = store.unnoticed_confirmed_matches(site)
+    if not matches:
+        latest = store.notices_of_site(site, limit=1)
+        if latest:
+            return latest[0], False
+        raise NoticeError(f"no confirmed match for site {site!r}: confirm matches in the admin first "
+                          f"(sites with confirmed matches: {', '.join(s['site'] for s in store.notice_sites()) or 'none'})")
+    works: dict[str, dict] = {}
+    for m in matches:
+        src = store.get_source(m["source_id"]) or {}
+        works.setdefault(m["source_id"], {"source_id": m["source_id"], "title": src.get("title") or m.get("source_title"),
+                                          "author": src.get("author"), "url": src.get("url"),
+                                          "holder": src.get("rights_holder") or src.get("author")})
+    holders = sorted({w["holder"] for w in works.values() if w["holder"]})
+    notice = {"site": site, "rights_holder": holder or "、".join(holders) or "（权利人）",
+              "contact": contact or "", "works": sorted(works.values(), key=lambda w: w["source_id"]), "items": [notice_item(m) for m in matches],
+              "created": datetime.now(timezone.utc)}
+    nid = store.save_notice(notice, {m["suspect_url"]: probes(m) for m in matches})
+    return store.get_notice(nid), True
+
+
+def render_notice(notice: dict, fmt: str = "md", lang: str = "both") -> str:
+    """The notice as Markdown, plain text or a standalone HTML page, in Chinese, English or both."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
+    if lang not in LANGS:
+        raise ValueError(f"language must be one of {LANGS}, not {lang!r}")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=fmt == "html",
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    template = env.get_template("notice.html" if fmt == "html" else "notice.txt")
+    return template.render(n=notice, md=fmt == "md", langs=("zh", "en") if lang == "both" else (lang,),
+                           date=notice["created"].strftime("%Y-%m-%d"))
+
+
+# ---- admin pages ------------------------------------------------------------------------------------
+@bp.route("/")
+def index() -> Any:
+    """Sites with confirmed matches, their notices, and the follow-up of every noticed URL."""
+    store = get_store()
+    return render_template("notices/index.html", sites=store.notice_sites(), notices=store.notices_of_site(),
+                           takedowns=store.takedowns())
+
+
+@bp.route("/create", methods=["POST"])
+def create() -> Any:
+    """The "make notice" button: a notice for the site's confirmed matches not noticed yet."""
+    site = (request.form.get("site") or "").strip()
+    try:
+        notice, created = build_notice(get_store(), site, request.form.get("holder") or None)
+    except NoticeError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("notices.index"))
+    flash("notice created" if created else "every confirmed match is already in this notice", "ok")
+    return redirect(url_for("notices.show", notice_id=notice["_id"]))
+
+
+@bp.route("/<notice_id>")
+def show(notice_id: str) -> Any:
+    """One notice with its URLs' follow-up; ?format=md|txt|html downloads it."""
+    store = get_store()
+    notice = store.get_notice(notice_id)
+    if notice is None:
+        abort(404)
+    fmt = request.args.get("format")
+    if fmt in FORMATS:
+        body = render_notice(notice, fmt)
+        kind = {"md": "text/markdown", "txt": "text/plain", "html": "text/html"}[fmt]
+        return Response(body, mimetype=kind, headers={
+            "Content-Disposition": f'attachment; filename="notice-{notice["site"]}-{notice_id}.{fmt}"'})
+    states = {t["_id"]: t for t in store.takedowns(notice["site"])}
+    return render_template("notices/show.html", n=notice, states=states)
+
+
+@bp.route("/<notice_id>/sent", methods=["POST"])
+def mark_sent(notice_id: str) -> Any:
+    """Record that the notice was sent (once)."""
+    ok = get_store().mark_notice_sent(notice_id, by=g.get("user") or "")
+    flash("marked as sent" if ok else "this notice was already sent", "ok" if ok else "error")
+    return redirect(url_for("notices.show", notice_id=notice_id))
