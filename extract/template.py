@@ -5,7 +5,7 @@ editor line is the site's furniture when it carries no tell-tale word.  On a sit
 block dominates every body, and distinct stories then look like near duplicates of each other.
 
 The model (``SiteTemplates``) keeps, per site, how many distinct pages each normalised line was seen on
-(a 64-bit blake2b of the line; bounded: an LRU of ``max_lines`` lines per site and ``max_sites`` sites,
+(a 64-bit blake2b of the line without whitespace; bounded: an LRU of ``max_lines`` lines per site and ``max_sites`` sites,
 so lines seen on every page stay and one-off story lines fall out).  ``strip(site, title, lines)``
 counts the page's lines (the current page included) and returns the lines that are not template:
 
@@ -31,20 +31,18 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 SPACE = re.compile(r"\s+")
-DIGITS = re.compile(r"\d+")
 
 
 def line_key(line: str) -> int:
-    """Deterministic 64-bit key of a line with whitespace removed and digit runs folded (dates, counts)."""
-    norm = DIGITS.sub("0", SPACE.sub("", line))
+    """Deterministic 64-bit key of a line with whitespace removed (digits kept: 10月CPI上涨2.1% and
+    11月CPI上涨1.8% are different sentences, and numbered lines tell stories apart)."""
+    norm = SPACE.sub("", line or "")
     return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def _title_key(title: str | None) -> int:
-    """Key of a page title, digits kept (第1章 is not 第2章); 0 when there is none (unknown titles never
-    tell two stories apart)."""
-    norm = SPACE.sub("", title or "")
-    return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "big") if norm else 0
+    """Key of a page title; 0 when there is none (unknown titles never tell two stories apart)."""
+    return line_key(title) if title and title.strip() else 0
 
 
 @dataclass

@@ -12,6 +12,7 @@ from itemadapter import ItemAdapter
 
 from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
 from extract.template import SiteTemplates
+from pipelines.stats import TEMPLATE_STRIPPED
 from pipelines.drops import SkippedItem
 
 FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
@@ -39,13 +40,12 @@ class ExtractPipeline:
         """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000),
         EXTRACT_TEMPLATES (True) and EXTRACT_TEMPLATE_MIN_PAGES (3)."""
         s = crawler.settings
+        min_chars = s.getint("EXTRACT_MIN_CHARS", MIN_CHARS)
         templates = None
         if s.getbool("EXTRACT_TEMPLATES", True):
-            min_chars = s.getint("EXTRACT_MIN_CHARS", MIN_CHARS)
             templates = SiteTemplates(min_pages=s.getint("EXTRACT_TEMPLATE_MIN_PAGES", 3), min_keep=min_chars)
-        return cls(stats=crawler.stats, min_chars=s.getint("EXTRACT_MIN_CHARS", MIN_CHARS),
-                   fast=s.getbool("EXTRACT_FAST", False), max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES),
-                   templates=templates)
+        return cls(stats=crawler.stats, min_chars=min_chars, fast=s.getbool("EXTRACT_FAST", False),
+                   max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES), templates=templates)
 
     def process_item(self, item: Any, spider: Any = None) -> Any:
         """The item with its article fields; SkippedItem(reason, "no article body: ...") when there is none."""
@@ -75,7 +75,7 @@ class ExtractPipeline:
             adapter["raw_text"] = adapter["text"]
             adapter["text"] = "\n".join(stripped.lines)
             adapter["template_lines"] = stripped.removed
-            self._inc("extract/template_stripped")
+            self._inc(TEMPLATE_STRIPPED)
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:

@@ -10,6 +10,7 @@ PREFIX = "zhdedup"
 FETCHED = f"{PREFIX}/fetched"
 ITEMS = f"{PREFIX}/items"
 EXTRACTED = f"{PREFIX}/extracted"
+TEMPLATE_STRIPPED = f"{PREFIX}/template_stripped"  # pages whose site-template lines left the text (raw_text kept)
 STORED = f"{PREFIX}/stored"
 MATCHED = f"{PREFIX}/matched"                      # pages with at least one match
 MATCHES = f"{PREFIX}/matches"                      # match records

@@ -47,11 +47,12 @@ def test_every_distinct_story_is_stored_once(crawled, template_server):
 
 def test_only_the_first_page_keeps_the_block(crawled, template_server):
     """The template is known from the second page on: exactly one stored story still carries the block."""
-    store, _, _ = crawled
+    store, a, _ = crawled
     base = template_server.base("a")
     docs = [store.page_by_url(f"{base}/s/{i}.html") for i in range(N_STORIES)]
     unstripped = [d for d in docs if "raw_text" not in d]
     assert len(unstripped) == 1
+    assert a.counts["template_stripped"] == N_STORIES - 1
     for d in docs:
         if "raw_text" in d:
             assert d["template_lines"] >= 8 and len(d["text"]) <= 300 and len(d["raw_text"]) - len(d["text"]) >= 750
