@@ -1,6 +1,11 @@
 """Body extraction accuracy and speed: the product's extract() next to plain trafilatura.extract().
 
-  python -m benchmarks.bench_extraction [--pages DIR] [--repeat N] [--json OUT]
+  python -m benchmarks.bench_extraction [--split tune|report|all] [--repeat N] [--json OUT]
+
+``--split`` keeps rule tuning and reporting apart: the real pages are split by SITE (a stable hash of
+the site name, ``half_of``); boilerplate rules are tuned on the ``tune`` half only and figures are
+reported on the ``report`` half.  The previous extraction code (``PREVIOUS``, loaded from git history)
+runs in the same process next to the current code and trafilatura.
 
 Word-level scores: jieba tokens (punctuation and whitespace dropped) as a bag of words; precision,
 recall and F1 of the extracted body against the hand-made gold body (tests/extract/gold/gne, see its
@@ -11,9 +16,13 @@ Goals (issue 9): average F1 >= 0.95, no page worse than trafilatura by > 0.02, t
 """
 from __future__ import annotations
 
-import argparse
+import hashlib
+import importlib
 import json
 import re
+import subprocess
+import sys
+import tempfile
 import statistics
 import time
 from collections import Counter
@@ -24,9 +33,13 @@ import lxml.html
 import trafilatura
 
 from extract.article import NotArticle, extract
+from fingerprint.cliparser import OneLineParser
 
 ROOT = Path(__file__).resolve().parents[1]
 from benchmarks.shared_data import HTML_DIR as DATA
+
+PREVIOUS = "4ed00ed"  # main when issue 15's site templates and precision rules began
+SPLITS = ("tune", "report", "all")
 
 GOLD = ROOT / "tests" / "extract" / "gold" / "gne"
 WORD = re.compile(r"\w", re.U)
@@ -55,6 +68,53 @@ def product(raw: bytes) -> str:
     try:
         return extract(raw).text
     except NotArticle:
+        return ""
+
+
+def site_of(page: str) -> str:
+    """The site a gold page comes from: tests_163_2 -> 163, readability:qq -> qq, novel:X -> novel."""
+    if ":" in page:
+        kind, name = page.split(":", 1)
+        return name if kind == "readability" else kind
+    m = re.match(r"^tests?_(?:list_page_)?(.+?)_[^_]+$", page)
+    return m.group(1) if m else page
+
+
+def half_of(site: str) -> str:
+    """'tune' or 'report': a stable hash of the site name, so one site's pages are never in both halves."""
+    return "tune" if hashlib.sha1(site.encode("utf-8")).digest()[0] % 2 == 0 else "report"
+
+
+def in_split(page: str, split: str) -> bool:
+    """Whether a page belongs to the split (generated novel pages only to 'all': they are not real sites)."""
+    if split == "all":
+        return True
+    return not page.startswith("novel:") and half_of(site_of(page)) == split
+
+
+def previous_extract(commit: str = PREVIOUS):
+    """extract() of the extract package as of `commit`, imported from git history as a temporary package."""
+    pkg = f"extract_{commit}"
+    if pkg not in sys.modules:
+        tmp = Path(tempfile.mkdtemp(prefix="zhdedup-extract-")) / pkg
+        tmp.mkdir()
+        names = subprocess.run(["git", "ls-tree", "--name-only", commit, "extract/"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.split()
+        for path in names:
+            if path.endswith(".py"):
+                src = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True,
+                                     text=True, check=True).stdout
+                (tmp / Path(path).name).write_text(src.replace("from extract.", f"from {pkg}."), encoding="utf-8")
+        sys.path.insert(0, str(tmp.parent))
+    return importlib.import_module(f"{pkg}.article")
+
+
+def previous(raw: bytes) -> str:
+    """The previous code's body text ('' when it reports no body)."""
+    old = previous_extract()
+    try:
+        return old.extract(raw).text
+    except old.NotArticle:
         return ""
 
 
@@ -168,54 +228,102 @@ def product_url(raw: bytes, url: str) -> str:
         return ""
 
 
-def run(repeat: int) -> dict:
-    """Score and time every gold page with both extractors."""
+def run(repeat: int, split: str = "all") -> dict:
+    """Score and time every gold page of the split with the product, the previous code and trafilatura."""
     rows = []
-    pages = gold_pages() + novel_pages()
-    product(pages[0][1]), plain(pages[0][1])  # warm-up: imports and first-call caches are not per-page cost
+    pages = [p for p in gold_pages() + novel_pages() if in_split(p[0], split)]
+    product(pages[0][1]), plain(pages[0][1]), previous(pages[0][1])  # warm-up: imports, first-call caches
     for name, raw, gold in pages:
         ours, t_ours = timed(product, raw, repeat)
         base, t_base = timed(plain, raw, repeat)
-        rows.append({"page": name, "ours": prf(gold, ours), "base": prf(gold, base),
-                     "ms_ours": t_ours, "ms_base": t_base})
-    return {"rows": rows, "snippets": snippet_checks()}
+        rows.append({"page": name, "site": site_of(name), "ours": prf(gold, ours), "base": prf(gold, base),
+                     "prev": prf(gold, previous(raw)), "ms_ours": t_ours, "ms_base": t_base})
+    return {"split": split, "rows": rows, "snippets": snippet_checks() if split == "all" else []}
+
+
+def template_run(templates: bool) -> dict:
+    """The generated template site through ExtractPipeline and the dedup engine, site A then site B."""
+    from benchmarks.template_site import COPIED, N_STORIES, template_sites
+    from extract.template import SiteTemplates
+    from fingerprint.neardup import DedupDoc, DedupEngine
+    from pipelines.drops import SkippedItem
+    from pipelines.extract import ExtractPipeline
+
+    pipe = ExtractPipeline(templates=SiteTemplates() if templates else None)
+    engine, kept, dropped = DedupEngine(), [], {}
+    for site, pages in template_sites().items():
+        for path, page in pages.items():
+            url = f"http://{site}.example{path}"
+            try:
+                item = pipe.process_item({"url": url, "site": site, "body": page.encode("utf-8")})
+            except SkippedItem:
+                continue
+            verdict = engine.decide(DedupDoc.of(url, item["text"]))
+            if verdict.is_duplicate:
+                dropped[url] = verdict.original
+            else:
+                kept.append(url)
+    merged = [u for u in dropped if "//a." in u]
+    copies = {i: f"http://b.example/r/{i}.html" in dropped for i in COPIED}
+    return {"stories": N_STORIES, "stored_a": sum("//a." in u for u in kept), "merged": len(merged),
+            "copies_dropped": copies}
+
+
+def template_report() -> None:
+    """One line per setting: distinct short stories stored once, reprints on site B dropped."""
+    print("\nsite templates: 32 distinct short Sina stories (80-300 chars) + one 800-char block on site A;"
+          " plain reprints of stories 0 (first page seen), 10, 20 on site B")
+    for on in (False, True):
+        r = template_run(on)
+        copies = ", ".join(f"{i}: {'dropped' if d else 'KEPT'}" for i, d in r["copies_dropped"].items())
+        print(f"  templates {'on ' if on else 'off'}  stored {r['stored_a']}/{r['stories']}  "
+              f"merged as duplicates {r['merged']}   reprints on B: {copies}")
 
 
 def report(result: dict) -> None:
     """Print the per-page table and the averages."""
     rows = result["rows"]
-    print(f"{'page':38s} {'ours P/R/F1':>20s} {'trafilatura P/R/F1':>20s} {'ms ours':>8s} {'ms traf':>8s}")
+    print(f"split: {result['split']} ({len({r['site'] for r in rows})} sites)   previous code: git {PREVIOUS}")
+    print(f"{'page':38s} {'ours P/R/F1':>20s} {'previous P/R/F1':>20s} {'trafilatura P/R/F1':>20s} "
+          f"{'ms ours':>8s} {'ms traf':>8s}")
     for r in rows:
-        o, b = r["ours"], r["base"]
+        o, v, b = r["ours"], r["prev"], r["base"]
         flag = "  <-- worse" if o[2] < b[2] - 0.02 else ""
-        print(f"{r['page']:38s} {o[0]:.2f}/{o[1]:.2f}/{o[2]:.3f}     {b[0]:.2f}/{b[1]:.2f}/{b[2]:.3f}  "
-              f"{r['ms_ours']:8.1f} {r['ms_base']:8.1f}{flag}")
-    for label, sel in (("gne (44)", [r for r in rows if ":" not in r["page"]]),
+        print(f"{r['page']:38s} {o[0]:.2f}/{o[1]:.2f}/{o[2]:.3f}     {v[0]:.2f}/{v[1]:.2f}/{v[2]:.3f}     "
+              f"{b[0]:.2f}/{b[1]:.2f}/{b[2]:.3f}  {r['ms_ours']:8.1f} {r['ms_base']:8.1f}{flag}")
+    for label, sel in (("gne", [r for r in rows if ":" not in r["page"]]),
                        ("readability_zh", [r for r in rows if r["page"].startswith("readability")]),
                        ("pirate novel pages (generic path, no profile)", [r for r in rows if r["page"].startswith("novel")]),
                        ("all", rows)):
         if not sel:
             continue
-        avg = [statistics.mean(r[k][i] for r in sel) for k in ("ours", "base") for i in range(3)]
+        avg = [statistics.mean(r[k][i] for r in sel) for k in ("ours", "base", "prev") for i in range(3)]
         t_o, t_b = sum(r["ms_ours"] for r in sel), sum(r["ms_base"] for r in sel)
         worse = sum(r["ours"][2] < r["base"][2] - 0.02 for r in sel)
         print(f"\n{label}: {len(sel)} pages")
         print(f"  product      P {avg[0]:.3f} R {avg[1]:.3f} F1 {avg[2]:.3f}   {t_o / len(sel):.1f} ms/page")
+        print(f"  previous     P {avg[6]:.3f} R {avg[7]:.3f} F1 {avg[8]:.3f}   (git {PREVIOUS})")
         print(f"  trafilatura  P {avg[3]:.3f} R {avg[4]:.3f} F1 {avg[5]:.3f}   {t_b / len(sel):.1f} ms/page")
         print(f"  time ratio {t_o / t_b:.2f}x   pages worse than trafilatura by > 0.02: {worse}")
-    print("\ntrafilatura_zh snippets (share of with/without checks passed):")
+    if result["snippets"]:
+        print("\ntrafilatura_zh snippets (share of with/without checks passed):")
     for s in result["snippets"]:
         print(f"  {s['page']:55s} product {s['product']:.2f}  trafilatura {s['trafilatura']:.2f}")
 
 
 def main() -> None:
     """Run the benchmark and print (optionally save) the results."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = OneLineParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--split", choices=SPLITS, default="all",
+                    help="pages of the tune half, the report half (sites never tuned on) or all")
     ap.add_argument("--repeat", type=int, default=3, help="timing: best of N runs per page")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
     args = ap.parse_args()
-    result = run(args.repeat)
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, not {args.repeat}")
+    result = run(args.repeat, args.split)
     report(result)
+    template_report()
     if args.json:
         args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
 

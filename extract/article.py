@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from extract.boilerplate import RELATED_HEAD, clean_lines, trim_nav_runs
+from extract.boilerplate import RELATED_HEAD, clean_lines, strip_edges, trim_nav_runs
 from extract.dom import CJK, SENTENCE_END, Page, anchor_texts, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty
@@ -321,6 +321,7 @@ def extract(body: bytes | str, url: str = "", headers: dict | None = None, profi
     body_text, method, density = body_from(tree, url, profile, fast, anchors)
     meta = page_metadata(tree, url)
     body_text = drop_title_line(body_text, meta["title"])
+    body_text = "\n".join(strip_edges(body_text.split("\n")))  # credits under a dropped headline
     check_body(body_text, meta["title"], min_chars, density, anchors)
     return ExtractResult(
         title=meta["title"], text=body_text, date=meta["date"], author=meta["author"],

@@ -57,6 +57,9 @@ ALWAYS = [re.compile(p) for p in (
     r"^此前报道[:：].{0,60}$",
     r"^视频[-—：:].{0,40}$",
     r"^(责任编辑|责编)[:：]\s*$",
+    r"^.{0,6}打印本页.{0,12}关闭窗口.{0,6}$",
+    r"^图为.{2,100}$",
+    r"^.{0,80}[（(][\u4e00-\u9fff]{2,4}\s*摄[)）]$",
 )]
 
 CREDIT_WORDS = re.compile(
@@ -71,6 +74,13 @@ EDGE = [re.compile(p) for p in (
     r"^来源[:：]网络$",
     r"^\d{4}[-年/.]\d{1,2}[-月/.]\d{1,2}日?\s*\d{1,2}:\d{2}(:\d{2})?(\s|$)",
 )]
+EDGE_ONLY = [re.compile(p) for p in (
+    r"^(好文|钦佩|喜欢|泪奔|可爱|思考|感动|愤怒|难过|搞笑|震惊|同情|点赞|无聊|开心|担忧|气愤|鼓掌)$",
+    r"^\d{4}[-年/.]\d{1,2}[-月/.]\d{1,2}日?\s*\d{1,2}:\d{2}(:\d{2})?$",  # a bare date may sign a letter
+    r"^(地\s*址|邮政编码|邮\s*编|电子信箱|电子邮箱|电子邮件|E-?mail|联系电话|电\s*话|传\s*真)\s*[:：].{0,60}$",
+)]
+END_MARK = re.compile(r"(^[\[【（(]?\s*(责任编辑|责编)\s*[:：]|^.{0,40}查看更多$)")
+TRAILING_HOME = re.compile(r"返回.{0,8}首页\s*>*$")
 TRAILING_CREDIT = re.compile(r"(?<=[。！？!?”])\s*(责任编辑|责编|编辑|记者|来源)\s*[|｜:：/／]\s*[^。！？]{1,20}$")
 EDGE_MAX_LEN = 60
 
@@ -97,6 +107,19 @@ def is_edge_credit(line: str) -> bool:
     if SENTENCE_END.search(line) and not line.endswith(("）", ")")):
         return False
     return any(p.search(line) for p in EDGE)
+
+
+def is_edge_junk(line: str) -> bool:
+    """Reaction buttons, a bare date, contact lines: junk at the body's edges, possible words inside it."""
+    return any(p.search(line) for p in EDGE_ONLY)
+
+
+def cut_at_end_mark(lines: list[str]) -> list[str]:
+    """Cut at a 责任编辑 line or a '查看更多' link line in the last 40%: what follows is widgets and related news."""
+    for i in range(max(1, (len(lines) * 3) // 5), len(lines)):
+        if END_MARK.search(lines[i]) and len(lines[i]) <= EDGE_MAX_LEN:
+            return lines[:i]
+    return lines
 
 
 def is_junk(line: str) -> bool:
@@ -136,16 +159,20 @@ def cut_footer(lines: list[str]) -> list[str]:
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
-    while i < min(head, len(lines)) and (is_edge_credit(lines[i]) or is_junk(lines[i])):
+    def edge(line: str) -> bool:
+        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line)
+
+    i = 0
+    while i < min(head, len(lines)) and edge(lines[i]):
         i += 1
     lines = lines[i:]
     j = len(lines)
-    while j > 0 and len(lines) - j < tail and (is_edge_credit(lines[j - 1]) or is_junk(lines[j - 1])):
+    while j > 0 and len(lines) - j < tail and edge(lines[j - 1]):
         j -= 1
     lines = lines[:j]
     if lines:
-        lines[-1] = TRAILING_CREDIT.sub("", lines[-1])
-    return lines
+        lines[-1] = TRAILING_HOME.sub("", TRAILING_CREDIT.sub("", lines[-1])).rstrip()
+    return [line for line in lines if line]
 
 
 def is_sentence_free(line: str) -> bool:
@@ -199,7 +226,7 @@ def clean_lines(lines: list[str]) -> list[str]:
     out = [strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]
     out = rejoin([line for line in out if line and not is_junk(line)])
     out = cut_related(cut_footer(out))
-    return strip_edges(out)
+    return strip_edges(cut_at_end_mark(out))
 
 
 def clean_text(text: str) -> str:

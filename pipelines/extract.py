@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 
 from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
+from extract.template import SiteTemplates
 from pipelines.drops import SkippedItem
+from pipelines.stats import TEMPLATE_STRIPPED
 
 FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
           ("language", "language"), ("encoding", "encoding"))
@@ -18,21 +21,32 @@ FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author"
 
 class ExtractPipeline:
     """Item pipeline: fills title/text/published/author/language/encoding from item['body'] (the bytes stay
-    for match evidence until StorePipeline)."""
+    for match evidence until StorePipeline).
+
+    With site templates on (the default), lines that repeat across the site's pages are removed from
+    ``text`` before it is fingerprinted; the extracted text before that is kept as ``raw_text`` and the
+    number of removed lines as ``template_lines``.  The model lives in this process for one crawl.
+    """
 
     def __init__(self, stats: Any = None, min_chars: int = MIN_CHARS, fast: bool = False,
-                 max_bytes: int = MAX_BYTES) -> None:
+                 max_bytes: int = MAX_BYTES, templates: SiteTemplates | None = None) -> None:
         self.stats = stats
         self.min_chars = min_chars
         self.fast = fast
         self.max_bytes = max_bytes
+        self.templates = templates
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> "ExtractPipeline":
-        """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000)."""
+        """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000),
+        EXTRACT_TEMPLATES (True) and EXTRACT_TEMPLATE_MIN_PAGES (3)."""
         s = crawler.settings
-        return cls(stats=crawler.stats, min_chars=s.getint("EXTRACT_MIN_CHARS", MIN_CHARS),
-                   fast=s.getbool("EXTRACT_FAST", False), max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES))
+        min_chars = s.getint("EXTRACT_MIN_CHARS", MIN_CHARS)
+        templates = None
+        if s.getbool("EXTRACT_TEMPLATES", True):
+            templates = SiteTemplates(min_pages=s.getint("EXTRACT_TEMPLATE_MIN_PAGES", 3), min_keep=min_chars)
+        return cls(stats=crawler.stats, min_chars=min_chars, fast=s.getbool("EXTRACT_FAST", False),
+                   max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES), templates=templates)
 
     def process_item(self, item: Any, spider: Any = None) -> Any:
         """The item with its article fields; SkippedItem(reason, "no article body: ...") when there is none."""
@@ -46,8 +60,21 @@ class ExtractPipeline:
             raise SkippedItem(exc.reason, f"no article body: {exc.message}") from None
         for field, attr in FIELDS:
             adapter[field] = getattr(result, attr)
+        if self.templates is not None:
+            self._strip_template(adapter)
         self._inc("extract/ok")
         return item
+
+    def _strip_template(self, adapter: ItemAdapter) -> None:
+        """Drop the site's template lines from text; the text before is kept as raw_text."""
+        site = adapter.get("site") or urlsplit(adapter.get("url") or "").netloc
+        lines = adapter["text"].split("\n")
+        stripped = self.templates.strip(site, adapter.get("title"), lines)
+        if stripped.removed:
+            adapter["raw_text"] = adapter["text"]
+            adapter["text"] = "\n".join(stripped.lines)
+            adapter["template_lines"] = stripped.removed
+            self._inc(TEMPLATE_STRIPPED)
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:

@@ -11,6 +11,7 @@ FETCHED = f"{PREFIX}/fetched"                  # responses the spiders received
 FETCH_FAILED = f"{PREFIX}/fetch_failed"        # requests that ended without a usable response (errbacks)
 ITEMS = f"{PREFIX}/items"
 EXTRACTED = f"{PREFIX}/extracted"
+TEMPLATE_STRIPPED = f"{PREFIX}/template_stripped"  # pages whose site-template lines left the text (raw_text kept)
 STORED = f"{PREFIX}/stored"
 UNCHANGED = f"{PREFIX}/unchanged"               # re-crawled pages already stored with the same text
 MATCHED = f"{PREFIX}/matched"                      # pages with at least one match

@@ -91,6 +91,37 @@ def test_related_block_is_cut_but_a_mid_body_heading_is_not() -> None:
     assert clean_lines(["业绩会突现业主维权插曲", P1, P2, P3]) == ["业绩会突现业主维权插曲", P1, P2, P3]
 
 
+@pytest.mark.parametrize("junk", [
+    "【 打印本页;>)】【关闭窗口;>)】",
+    "图为山西品牌丝路行（南美站）启动仪式。（刘通摄）",
+    "山西品牌丝路行启动仪式现场（刘通 摄）",
+])
+def test_print_bars_and_captions_are_removed_anywhere(junk: str) -> None:
+    """Lines seen on tune-half pages only (bench_extraction --split tune)."""
+    assert clean_lines([P1, junk, P2]) == [P1, P2]
+
+
+@pytest.mark.parametrize("tail", [
+    ["[责任编辑：刘斌]", "好文", "钦佩", "喜欢", "泪奔", "可爱", "思考"],
+    ["采写：南都记者 余毅菁 向雪妮", "作者：余毅菁 向雪妮返回富达，查看更多", "香港警方：8.31示威行动未发生致命事件，谴责造谣者",
+     "港铁公司车务营运总监表示，8月31日晚，港铁公司于22点53分启动疏散程序。", ",南方都市报"],
+    ["地 址：北京市朝阳区大屯路甲11号", "邮政编码：100101", "电 话：010-64870663"],
+])
+def test_end_of_article_widgets_are_cut(tail: list[str]) -> None:
+    """Reaction buttons, a '查看更多' credit followed by related news, contact lines after the body."""
+    assert clean_lines([P1, P2, P3] + tail) == [P1, P2, P3]
+
+
+def test_timestamp_and_source_under_the_headline_go_a_signing_date_stays() -> None:
+    html = page(P1, P2, "2012年6月24日").replace("<h1>多地项目连环爆雷</h1>", "<h1>多地项目连环爆雷</h1><p>2020年09月11日 18:05</p><p>来源：商讯</p>")
+    text = extract(html.encode("utf-8")).text
+    assert text.split("\n") == [P1, P2, "2012年6月24日"]
+
+
+def test_back_to_home_link_is_cut_from_the_last_line() -> None:
+    assert clean_lines([P1, P2 + "返回腾讯网首页>>"]) == [P1, P2]
+
+
 def test_novel_pirate_junk_is_removed_inside_lines() -> None:
     text = ("手机用户请浏览m.biquge.com阅读，更优质的阅读体验。\n上一章 目录 下一章\n"
             "话说天下大势，分久必合，合久必分。（本章未完，点击下一页继续阅读）\n上一章 目录 下一章")

@@ -1,0 +1,147 @@
+"""Site templates learned from the crawl: body lines that repeat on many pages of one site are boilerplate.
+
+Why: single-page rules (extract.boilerplate) cannot know that a related-reading block, a disclaimer or an
+editor line is the site's furniture when it carries no tell-tale word.  On a site of short stories such a
+block dominates every body, and distinct stories then look like near duplicates of each other.
+
+The model (``SiteTemplates``) keeps, per site, how many distinct pages each normalised line was seen on
+(a 64-bit blake2b of the line without whitespace; bounded: an LRU of ``max_lines`` lines per site and ``max_sites`` sites,
+so lines seen on every page stay and one-off story lines fall out).  ``strip(site, title, lines)``
+counts the page's lines (the current page included) and returns the lines that are not template:
+
+* a line seen on ``min_pages`` (3) distinct pages of the site is template;
+* a line seen on 2 pages is template when the two pages have different titles (two different stories
+  carrying one block); same-titled pages sharing lines are an updated or re-posted story, not a template;
+* lines shorter than ``min_line`` characters are never template (they weigh little in a fingerprint,
+  and short dialogue lines repeat in novels);
+* a page whose exact text was already counted on the site is not counted again;
+* when stripping would leave fewer than ``min_keep`` characters, nothing is stripped (a page is never
+  emptied by its own site's statistics).
+
+Limit (a stream has no second pass): the first page of a site is seen before any template is known, so
+its stored text and fingerprints keep the block; only a later copy of that one page elsewhere can then
+be missed.  The model lives in the crawl process (not persisted): every crawl learns again from its
+first pages.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+SPACE = re.compile(r"\s+")
+
+
+def line_key(line: str) -> int:
+    """Deterministic 64-bit key of a line with whitespace removed (digits kept: 10月CPI上涨2.1% and
+    11月CPI上涨1.8% are different sentences, and numbered lines tell stories apart)."""
+    norm = SPACE.sub("", line or "")
+    return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def _title_key(title: str | None) -> int:
+    """Key of a page title; 0 when there is none (unknown titles never tell two stories apart)."""
+    return line_key(title) if title and title.strip() else 0
+
+
+@dataclass
+class LineStat:
+    """On how many distinct pages of the site a line was seen, and the title of the first of them."""
+
+    pages: int
+    first_title: int
+
+
+@dataclass
+class SiteModel:
+    """One site's line statistics (LRU-bounded) and the pages counted so far."""
+
+    lines: OrderedDict = field(default_factory=OrderedDict)
+    page_keys: OrderedDict = field(default_factory=OrderedDict)
+    pages: int = 0
+
+
+@dataclass
+class Stripped:
+    """The body lines kept and how many template lines (and characters) were removed."""
+
+    lines: list[str]
+    removed: int
+    removed_chars: int
+
+
+class SiteTemplates:
+    """Per-site line-frequency model that tells template lines from article lines (see module docstring)."""
+
+    def __init__(self, min_pages: int = 3, min_line: int = 6, min_keep: int = 50,
+                 max_lines: int = 4096, max_sites: int = 256) -> None:
+        if min_pages < 2:
+            raise ValueError(f"min_pages must be at least 2, not {min_pages}")
+        self.min_pages = min_pages
+        self.min_line = min_line
+        self.min_keep = min_keep
+        self.max_lines = max_lines
+        self.max_sites = max_sites
+        self.sites: OrderedDict[str, SiteModel] = OrderedDict()
+
+    def site(self, name: str) -> SiteModel:
+        """The site's model (created on first use; the least recently used site is forgotten past max_sites)."""
+        model = self.sites.get(name)
+        if model is None:
+            model = self.sites[name] = SiteModel()
+            if len(self.sites) > self.max_sites:
+                self.sites.popitem(last=False)
+        self.sites.move_to_end(name)
+        return model
+
+    def observe(self, site: str, title: str | None, lines: list[str]) -> dict[int, LineStat]:
+        """Count the page's distinct lines on the site (once per distinct page text); their stats."""
+        model = self.site(site)
+        keys = {line_key(x): x for x in lines if len(SPACE.sub("", x)) >= self.min_line}
+        page_key = line_key("\n".join(lines))
+        fresh = page_key not in model.page_keys
+        _touch(model.page_keys, page_key, True, self.max_lines)
+        if fresh:
+            model.pages += 1
+        tkey = _title_key(title)
+        out = {}
+        for key in keys:
+            stat = model.lines.get(key)
+            if stat is None:
+                stat = LineStat(0, tkey)
+            if fresh:
+                stat.pages += 1
+            _touch(model.lines, key, stat, self.max_lines)
+            out[key] = stat
+        return out
+
+    def is_template(self, stat: LineStat, title: str | None) -> bool:
+        """Seen on min_pages pages, or on two pages that carry different stories (titles)."""
+        if stat.pages >= self.min_pages:
+            return True
+        tkey = _title_key(title)
+        return stat.pages >= 2 and tkey != 0 and stat.first_title != 0 and tkey != stat.first_title
+
+    def strip(self, site: str, title: str | None, lines: list[str]) -> Stripped:
+        """Learn from the page's lines, then drop the site's template lines (unless too little would be left)."""
+        stats = self.observe(site, title, lines)
+        kept, removed, removed_chars = [], 0, 0
+        for line in lines:
+            stat = stats.get(line_key(line))
+            if stat is not None and self.is_template(stat, title):
+                removed += 1
+                removed_chars += len(SPACE.sub("", line))
+            else:
+                kept.append(line)
+        if removed and sum(len(SPACE.sub("", x)) for x in kept) < self.min_keep:
+            return Stripped(list(lines), 0, 0)
+        return Stripped(kept, removed, removed_chars)
+
+
+def _touch(lru: OrderedDict, key: int, value: object, limit: int) -> None:
+    """Insert or refresh key as most recent; forget the least recent entry past limit."""
+    lru[key] = value
+    lru.move_to_end(key)
+    if len(lru) > limit:
+        lru.popitem(last=False)

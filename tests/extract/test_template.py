@@ -1,0 +1,106 @@
+"""Site templates: lines repeated across a site's pages leave the text, story lines stay, pages never empty."""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.template_site import COPIED, N_STORIES, template_sites
+from extract.template import SiteTemplates, line_key
+from pipelines.drops import SkippedItem
+from pipelines.extract import ExtractPipeline
+
+BLOCK = ["相关阅读：北京今日起实施新规，市民出行需注意这些变化。", "免责声明：本站转载文章仅为传递更多信息之目的。"]
+STORIES = [
+    ["中国女排今晚3比1战胜对手，提前一轮锁定小组第一，主教练赛后表示队员发挥稳定。"],
+    ["国家统计局今天发布数据，10月份全国居民消费价格同比上涨2.1%，环比持平。"],
+    ["今年第22号台风预计明天傍晚在海南登陆，气象部门已发布橙色预警，渔船全部回港。"],
+    ["某市地铁三号线今天正式开通运营，全长二十五公里，共设车站十八座，日客流预计十万人次。"],
+]
+
+
+def test_block_shared_by_two_different_stories_is_removed_from_the_second():
+    """Page 1 cannot know its block; page 2 (another title) loses it, and so does every later page."""
+    model = SiteTemplates(min_keep=20)
+    first = model.strip("a", "标题1", STORIES[0] + BLOCK)
+    second = model.strip("a", "标题2", STORIES[1] + BLOCK)
+    third = model.strip("a", "标题3", STORIES[2] + BLOCK)
+    assert first.lines == STORIES[0] + BLOCK and first.removed == 0
+    assert second.lines == STORIES[1] and second.removed == 2
+    assert third.lines == STORIES[2] and third.removed_chars == sum(len(x) for x in BLOCK)
+
+
+def test_same_title_pages_share_lines_without_making_a_template():
+    """An updated story re-posted under its title is a copy, not a template: kept whole until a third page."""
+    model = SiteTemplates(min_keep=20)
+    model.strip("a", "同一标题", STORIES[0] + BLOCK)
+    again = model.strip("a", "同一标题", STORIES[0] + ["更新：比赛录像今晚十点重播，敬请关注本台节目。"] + BLOCK)
+    assert again.removed == 0
+
+
+def test_sites_do_not_share_templates_and_identical_pages_count_once():
+    """A block learned on site a means nothing on site b; re-fetching one page does not raise its counts."""
+    model = SiteTemplates(min_keep=20)
+    for _ in range(5):
+        model.strip("a", "标题1", STORIES[0] + BLOCK)
+    assert model.site("a").pages == 1
+    assert model.strip("b", "标题2", STORIES[1] + BLOCK).removed == 0
+
+
+def test_a_page_is_never_emptied_by_its_site_statistics():
+    """When only template lines would be left out and too little remains, the page keeps its text."""
+    model = SiteTemplates(min_keep=50)
+    for i, story in enumerate(STORIES[:3]):
+        model.strip("a", f"标题{i}", story + BLOCK)
+    short = model.strip("a", "短讯", ["短讯一则。"] + BLOCK)
+    assert short.removed == 0 and short.lines == ["短讯一则。"] + BLOCK
+
+
+def test_short_lines_and_memory_bounds():
+    """Lines under min_line never count; each site keeps at most max_lines lines, at most max_sites sites."""
+    model = SiteTemplates(max_lines=8, max_sites=2)
+    for i in range(20):
+        model.strip("a", f"t{i}", [f"第{i}条不同的新闻正文内容在这里。" * 2, "好的。"])
+    assert len(model.site("a").lines) <= 8
+    assert line_key("好的。") not in model.site("a").lines
+    for name in "bcd":
+        model.site(name)
+    assert len(model.sites) == 2 and "a" not in model.sites
+
+
+def test_line_key_is_deterministic_ignores_spaces_and_keeps_digits():
+    """Keys must not depend on Python's salted hash(); numbers are content (prices, counts, story numbers)."""
+    assert line_key("责任编辑： 张三") == line_key("责任编辑：张三") == 0xF6D0EE8250D4F7DB  # blake2b-64
+    assert line_key("10月CPI上涨2.1%") != line_key("11月CPI上涨1.8%")
+
+
+def test_min_pages_below_two_is_refused():
+    """One page alone can never tell a template."""
+    with pytest.raises(ValueError, match="at least 2"):
+        SiteTemplates(min_pages=1)
+
+
+def test_pipeline_strips_the_generated_block_and_keeps_raw_text():
+    """ExtractPipeline over the generated site: every story after the first loses the 800-char block."""
+    pipe = ExtractPipeline(templates=SiteTemplates())
+    pages = template_sites()["a"]
+    items = []
+    for path in sorted(pages, key=lambda p: (len(p), p)):
+        try:
+            items.append(pipe.process_item({"url": f"http://a.example{path}", "site": "a",
+                                            "body": pages[path].encode("utf-8")}))
+        except SkippedItem:
+            assert path == "/"
+    assert len(items) == N_STORIES
+    assert "raw_text" not in items[0]
+    for item in items[1:]:
+        assert item["template_lines"] >= 8 and len(item["raw_text"]) - len(item["text"]) >= 750
+        assert 80 <= len(item["text"]) <= 300
+    assert set(COPIED) <= set(range(N_STORIES))
+
+
+def test_pipeline_without_templates_leaves_text_alone():
+    """EXTRACT_TEMPLATES off: the text is what extract() returns."""
+    pipe = ExtractPipeline(templates=None)
+    pages = template_sites()["a"]
+    for path in ("/s/0.html", "/s/1.html", "/s/2.html"):
+        item = pipe.process_item({"url": path, "site": "a", "body": pages[path].encode("utf-8")})
+        assert "raw_text" not in item and len(item["text"]) > 800
