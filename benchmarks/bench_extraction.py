@@ -249,15 +249,21 @@ def template_run(templates: bool) -> dict:
     from pipelines.drops import SkippedItem
     from pipelines.extract import ExtractPipeline
 
+    import asyncio
+
     pipe = ExtractPipeline(templates=SiteTemplates() if templates else None)
     engine, kept, dropped = DedupEngine(), [], {}
+
+    async def extract_site(site: str, pages: dict) -> list:   # a site's pages in flight together, as in a crawl
+        return await asyncio.gather(*(pipe.process_item({"url": f"http://{site}.example{path}", "site": site,
+                                                         "body": page.encode("utf-8")}) for path, page in pages.items()),
+                                    return_exceptions=True)
+
     for site, pages in template_sites().items():
-        for path, page in pages.items():
-            url = f"http://{site}.example{path}"
-            try:
-                item = pipe.process_item({"url": url, "site": site, "body": page.encode("utf-8")})
-            except SkippedItem:
+        for item in asyncio.run(extract_site(site, pages)):
+            if isinstance(item, SkippedItem):
                 continue
+            url = item["url"]
             verdict = engine.decide(DedupDoc.of(url, item["text"]))
             if verdict.is_duplicate:
                 dropped[url] = verdict.original

@@ -123,9 +123,18 @@ class SiteTemplates:
         tkey = _title_key(title)
         return stat.pages >= 2 and tkey != 0 and stat.first_title != 0 and tkey != stat.first_title
 
-    def strip(self, site: str, title: str | None, lines: list[str]) -> Stripped:
-        """Learn from the page's lines, then drop the site's template lines (unless too little would be left)."""
-        stats = self.observe(site, title, lines)
+    def pages_seen(self, site: str) -> int:
+        """Distinct pages of the site counted so far."""
+        return self.site(site).pages
+
+    def strip(self, site: str, title: str | None, lines: list[str], learn: bool = True) -> Stripped:
+        """Learn from the page's lines (unless already observed), then drop the site's template lines
+        (unless too little would be left)."""
+        if learn:
+            stats = self.observe(site, title, lines)
+        else:
+            model = self.site(site)
+            stats = {k: s for k in (line_key(x) for x in lines) if (s := model.lines.get(k)) is not None}
         kept, removed, removed_chars = [], 0, 0
         for line in lines:
             stat = stats.get(line_key(line))

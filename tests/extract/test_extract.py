@@ -1,6 +1,8 @@
 """Body extraction: filters pinned on real lines, encodings, broken HTML, binary/empty/huge input, pipeline."""
 from __future__ import annotations
 
+import asyncio
+
 import json
 import subprocess
 import sys
@@ -272,12 +274,13 @@ def test_pipeline_fills_fields_keeps_body_and_counts() -> None:
     assert pipe.min_chars == 30 and pipe.fast is False
     item = {"url": "https://news.163.com/19/0907/a.html", "body": page(P1, P2).encode("gbk"),
             "headers": {"content-type": "text/html; charset=gbk"}}
-    out = pipe.process_item(item)
+    out = asyncio.run(pipe.process_item(item))
     assert out["body"] and P1 in out["text"] and out["encoding"] == "gb18030"
     assert out["title"] and "language" in out and "published" in out and "author" in out
     assert crawler.stats.get_value("extract/ok") == 1
     with pytest.raises(SkippedItem, match="^no article body: binary content") as err:
-        pipe.process_item({"url": "https://x/y.png", "body": b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "headers": {}})
+        asyncio.run(pipe.process_item({"url": "https://x/y.png", "body": b"\x89PNG\r\n\x1a\n" + b"\x00" * 100,
+                                       "headers": {}}))
     assert err.value.reason == "binary"
     assert crawler.stats.get_value("extract/dropped/binary") == 1
 
