@@ -241,9 +241,9 @@ def run(repeat: int, split: str = "all") -> dict:
     return {"split": split, "rows": rows, "snippets": snippet_checks() if split == "all" else []}
 
 
-def template_run(templates: bool) -> dict:
+def template_run(templates: bool, warmup_seconds: float = 5.0) -> dict:
     """The generated template site through ExtractPipeline and the dedup engine, site A then site B."""
-    from benchmarks.template_site import COPIED, N_STORIES, template_sites
+    from benchmarks.template_site import COPIED, COPIED_LONG, N_LONG, N_STORIES, template_sites
     from extract.template import SiteTemplates
     from fingerprint.neardup import DedupDoc, DedupEngine
     from pipelines.drops import SkippedItem
@@ -251,7 +251,7 @@ def template_run(templates: bool) -> dict:
 
     import asyncio
 
-    pipe = ExtractPipeline(templates=SiteTemplates() if templates else None)
+    pipe = ExtractPipeline(templates=SiteTemplates() if templates else None, warmup_seconds=warmup_seconds)
     engine, kept, dropped = DedupEngine(), [], {}
 
     async def extract_site(site: str, pages: dict) -> list:   # a site's pages in flight together, as in a crawl
@@ -270,19 +270,20 @@ def template_run(templates: bool) -> dict:
             else:
                 kept.append(url)
     merged = [u for u in dropped if "//a." in u]
-    copies = {i: f"http://b.example/r/{i}.html" in dropped for i in COPIED}
-    return {"stories": N_STORIES, "stored_a": sum("//a." in u for u in kept), "merged": len(merged),
+    copies = {str(i): f"http://b.example/r/{i}.html" in dropped for i in COPIED}
+    copies.update({f"long {i}": f"http://b.example/r/l{i}.html" in dropped for i in COPIED_LONG})
+    return {"stories": N_STORIES + N_LONG, "stored_a": sum("//a." in u for u in kept), "merged": len(merged),
             "copies_dropped": copies}
 
 
 def template_report() -> None:
     """One line per setting: distinct short stories stored once, reprints on site B dropped."""
-    print("\nsite templates: 32 distinct short Sina stories (80-300 chars) + one 800-char block on site A;"
-          " plain reprints of stories 0 (first page seen), 10, 20 on site B")
-    for on in (False, True):
-        r = template_run(on)
+    print("\nsite templates: 32 distinct short Sina stories (80-300 chars) and 4 long articles, each with one"
+          " 800-char block, on site A; plain reprints of stories 0 (first page seen), 10, 20 and long 0 on site B")
+    for label, on, wait in (("off", False, 0.0), ("on, no warm-up wait", True, 0.0), ("on (default)", True, 5.0)):
+        r = template_run(on, wait)
         copies = ", ".join(f"{i}: {'dropped' if d else 'KEPT'}" for i, d in r["copies_dropped"].items())
-        print(f"  templates {'on ' if on else 'off'}  stored {r['stored_a']}/{r['stories']}  "
+        print(f"  templates {label:<20} stored {r['stored_a']}/{r['stories']}  "
               f"merged as duplicates {r['merged']}   reprints on B: {copies}")
 
 

@@ -12,7 +12,9 @@ from html import escape
 from benchmarks.shared_data import NEWS_FILE
 
 N_STORIES = 32
+N_LONG = 4               # long articles (1,000-3,000 characters) on site A too, with the same block
 COPIED = (0, 10, 20)     # stories reprinted on the second site (0 is the first page the crawl may see)
+COPIED_LONG = (0,)       # long articles reprinted on the second site
 BLOCK_CHARS = 800
 
 
@@ -62,11 +64,20 @@ def home(paths: list[str], site_name: str) -> str:
             f'<body><ul>{items}</ul></body></html>')
 
 
+def long_texts(n: int, block: list[str]) -> list[dict]:
+    """n real articles of 1,000-3,000 characters whose leads are not in the block."""
+    return [d for d in sina_texts(n + 12, 1000, 3000) if not any(x.startswith(d["title"] + "：") for x in block)][:n]
+
+
 def template_sites() -> dict[str, dict[str, str]]:
-    """{'a': {path: html}, 'b': {path: html}}: site A (stories + block), site B (plain reprints of COPIED)."""
+    """{'a': {path: html}, 'b': {path: html}}: site A (short stories and long articles, all with the block),
+    site B (plain reprints of COPIED stories and COPIED_LONG articles)."""
     stories, block = sina_texts(N_STORIES), related_block()
+    articles = long_texts(N_LONG, block)
     a = {f"/s/{i}.html": story_page(s["title"], s["text"], block, "A网") for i, s in enumerate(stories)}
+    a.update({f"/l/{i}.html": story_page(d["title"], d["text"], block, "A网") for i, d in enumerate(articles)})
     a["/"] = home(sorted(a), "A网")
     b = {f"/r/{i}.html": story_page(stories[i]["title"], stories[i]["text"], [], "B报") for i in COPIED}
+    b.update({f"/r/l{i}.html": story_page(articles[i]["title"], articles[i]["text"], [], "B报") for i in COPIED_LONG})
     b["/"] = home(sorted(b), "B报")
     return {"a": a, "b": b}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.template_site import COPIED, N_STORIES, template_sites
+from benchmarks.template_site import COPIED, COPIED_LONG, N_LONG, N_STORIES, template_sites
 from crawler.demo_site.server import SiteServer, html
 from tests.crawler.conftest import duplicates, stored_urls
 
@@ -36,13 +36,13 @@ def crawled(module_store, template_server):
 
 
 def test_every_distinct_story_is_stored_once(crawled, template_server):
-    """32 stories in, 32 pages stored, none recorded as a duplicate of another."""
+    """32 short stories and 4 long articles in, 36 pages stored, none recorded as a duplicate of another."""
     store, a, _ = crawled
     base = template_server.base("a")
-    stories = {f"{base}/s/{i}.html" for i in range(N_STORIES)}
-    assert stories <= stored_urls(store)
+    pages = {f"{base}/s/{i}.html" for i in range(N_STORIES)} | {f"{base}/l/{i}.html" for i in range(N_LONG)}
+    assert pages <= stored_urls(store)
     assert not [u for u in duplicates(store) if u.startswith(base)]
-    assert a.counts["stored"] == N_STORIES
+    assert a.counts["stored"] == N_STORIES + N_LONG
 
 
 def test_no_stored_story_keeps_the_block(crawled, template_server):
@@ -51,7 +51,8 @@ def test_no_stored_story_keeps_the_block(crawled, template_server):
     base = template_server.base("a")
     docs = [store.page_by_url(f"{base}/s/{i}.html") for i in range(N_STORIES)]
     assert all("raw_text" in d for d in docs)
-    assert a.counts["template_stripped"] == N_STORIES
+    assert all("raw_text" in store.page_by_url(f"{base}/l/{i}.html") for i in range(N_LONG))
+    assert a.counts["template_stripped"] == N_STORIES + N_LONG
     for d in docs:
         assert d["template_lines"] >= 8 and len(d["text"]) <= 300 and len(d["raw_text"]) - len(d["text"]) >= 750
 
@@ -63,4 +64,6 @@ def test_reprints_of_stripped_stories_are_dropped(crawled, template_server):
     dups = duplicates(store)
     for i in COPIED:
         assert dups[f"{b_base}/r/{i}.html"] == (f"{a_base}/s/{i}.html", "exact")
-    assert b.counts.get("dropped/exact", 0) == len(COPIED)
+    for i in COPIED_LONG:
+        assert dups[f"{b_base}/r/l{i}.html"] == (f"{a_base}/l/{i}.html", "exact")
+    assert b.counts.get("dropped/exact", 0) == len(COPIED) + len(COPIED_LONG)
