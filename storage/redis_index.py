@@ -605,27 +605,6 @@ end
 return out
 """
 
-SKETCH_UNCLAIM_LUA = r"""
-local prefix, pid = ARGV[1], ARGV[2]
-for i = 3, #ARGV do
-  local v = ARGV[i]
-  local key = prefix .. 'sk:' .. string.format('%02x%02x', string.byte(v, 1, 2))
-  local field = string.sub(v, 3)
-  local cur = redis.call('HGET', key, field)
-  if cur then
-    local kept, pos = {}, 1
-    while pos <= #cur do
-      local n = string.byte(cur, pos)
-      if string.sub(cur, pos + 1, pos + n) ~= pid then table.insert(kept, string.sub(cur, pos, pos + n + 12)) end
-      pos = pos + n + 13
-    end
-    if #kept == 0 then redis.call('HDEL', key, field) else redis.call('HSET', key, field, table.concat(kept)) end
-  end
-end
-return 1
-"""
-
-
 # Cluster: one sketch bucket (one slot). KEYS: the bucket; ARGV: page id, claim number, fields (ascending).
 # Appends this page to each field's entries (unless there); returns {own earlier claim number or 0,
 # then for every other entry: field index (negative when after this page's entry), page id, claim number}.
@@ -653,7 +632,7 @@ end
 return out
 """
 
-# Cluster: take a page out of one bucket's fields. KEYS: the bucket; ARGV: page id, fields.
+# Take a page out of one bucket's fields (single server and cluster). KEYS: the bucket; ARGV: page id, fields.
 SKETCH_UNCLAIM_BUCKET_LUA = r"""
 local pid = ARGV[1]
 for i = 2, #ARGV do
@@ -696,10 +675,9 @@ class RedisSketchIndex:
         if self.cluster:
             check_prefix(prefix)
             self._bucket = client.register_script(SKETCH_BUCKET_LUA)
-            self._unbucket = client.register_script(SKETCH_UNCLAIM_BUCKET_LUA)
         else:
             self._claim = client.register_script(SKETCH_CLAIM_LUA)
-            self._unclaim = client.register_script(SKETCH_UNCLAIM_LUA)
+        self._unbucket = client.register_script(SKETCH_UNCLAIM_BUCKET_LUA)
 
     def claim(self, page_id: str, values: Sequence[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """Add a page's sketch; returns (its claim number, [(other page, shared values, its claim number)])."""
@@ -710,10 +688,11 @@ class RedisSketchIndex:
         return seq, [(decode_id(rest[i]), int(rest[i + 1]), int(rest[i + 2])) for i in range(0, len(rest), 3)]
 
     def _buckets(self, values: Sequence[int]) -> list[tuple[str, list[bytes]]]:
-        """(bucket key, its fields) in ascending value order."""
+        """(bucket key, its fields) in ascending value order (on a cluster the bucket is the key's hash tag)."""
         out: dict[str, list[bytes]] = {}
         for v in sorted(set(_value_bytes(values))):
-            out.setdefault(f"{self.prefix}sk:{{{v[:2].hex()}}}", []).append(v[2:])
+            bucket = f"{{{v[:2].hex()}}}" if self.cluster else v[:2].hex()
+            out.setdefault(f"{self.prefix}sk:{bucket}", []).append(v[2:])
         return list(out.items())
 
     def _claim_cluster(self, pid: bytes, values: Sequence[int], min_shared: int) -> tuple[int, list]:
@@ -752,13 +731,8 @@ class RedisSketchIndex:
 
     def unclaim(self, page_id: str, values: Sequence[int]) -> None:
         """Take a page's sketch out (a copy found after its claim, a purge)."""
-        if not values:
-            return
-        if self.cluster:
-            for key, fields in self._buckets(values):
-                self._unbucket(keys=[key], args=[encode_id(page_id), *fields])
-        else:
-            self._unclaim(args=[self.prefix, encode_id(page_id), *_value_bytes(values)])
+        for key, fields in self._buckets(values):
+            self._unbucket(keys=[key], args=[encode_id(page_id), *fields])
 
     def claimed_any(self) -> bool:
         """True once a sketch was claimed (the ``skseq`` counter exists)."""
