@@ -154,7 +154,7 @@ def login() -> Any:
         wait = limiter.locked_for(ip, name)
         if wait > 0:
             flash(f"Too many failed logins; try again in {int(wait) + 1} seconds.", "error")
-            return render_template("login.html", next=nxt), 429
+            return render_template("auth/login.html", next=nxt), 429
         if check_user(get_store(), name, password):
             limiter.succeeded(ip, name)
             session.clear()
@@ -162,8 +162,8 @@ def login() -> Any:
             return redirect(nxt or url_for("dashboard.index"))
         limiter.failed(ip, name)
         flash("Wrong user name or password.", "error")
-        return render_template("login.html", next=nxt), 401
-    return render_template("login.html", next=nxt)
+        return render_template("auth/login.html", next=nxt), 401
+    return render_template("auth/login.html", next=nxt)
 
 
 @bp.route("/logout", methods=["POST"])

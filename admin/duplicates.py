@@ -20,5 +20,5 @@ def index() -> Any:
         abort(400, description="page must be a whole number between 1 and 10000")
     page = int(raw)
     clusters, more = get_store().duplicate_clusters(q, page)
-    return render_template("duplicates.html", clusters=clusters, more=more, q=q, page=page,
+    return render_template("duplicates/index.html", clusters=clusters, more=more, q=q, page=page,
                            safe_href=safe_href)

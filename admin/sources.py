@@ -15,7 +15,7 @@ bp = Blueprint("sources", __name__, url_prefix="/sources")
 @bp.route("/")
 def index() -> Any:
     """All registered works (text left out)."""
-    return render_template("sources.html", sources=get_store().list_sources(), safe_href=safe_href)
+    return render_template("sources/index.html", sources=get_store().list_sources(), safe_href=safe_href)
 
 
 @bp.route("/add", methods=["POST"])
