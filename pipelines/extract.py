@@ -10,42 +10,84 @@ from typing import Any
 from itemadapter import ItemAdapter
 
 from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
+from pipelines._workers import WorkerPool, pool_for
 from pipelines.drops import SkippedItem
 
 FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
           ("language", "language"), ("encoding", "encoding"))
 
 
+def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | None, min_chars: int, fast: bool,
+                   max_bytes: int) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """(item fields, None) or (None, (reason, message)): plain values, so a worker process can return them."""
+    try:
+        result = extract(body, url=url, headers=headers, profile=profile, min_chars=min_chars, fast=fast,
+                         max_bytes=max_bytes)
+    except NotArticle as exc:
+        return None, (exc.reason, exc.message)
+    return {field: getattr(result, attr) for field, attr in FIELDS}, None
+
+
+def _warm_up() -> None:
+    """Import trafilatura and htmldate in a worker before the first page arrives."""
+    article_fields(b"<html><body><p>" + "预热。".encode() * 40 + b"</p></body></html>", "", None, None,
+                   MIN_CHARS, False, MAX_BYTES)
+
+
 class ExtractPipeline:
     """Item pipeline: fills title/text/published/author/language/encoding from item['body'] (the bytes stay
-    for match evidence until StorePipeline)."""
+    for match evidence until StorePipeline).
+
+    ZHDEDUP_EXTRACT_WORKERS = N > 0 extracts in worker processes (shared with fingerprinting), so the
+    reactor's core downloads and parses links meanwhile; 0 extracts inline.
+    """
 
     def __init__(self, stats: Any = None, min_chars: int = MIN_CHARS, fast: bool = False,
-                 max_bytes: int = MAX_BYTES) -> None:
+                 max_bytes: int = MAX_BYTES, pool: WorkerPool | None = None) -> None:
         self.stats = stats
         self.min_chars = min_chars
         self.fast = fast
         self.max_bytes = max_bytes
+        self.pool = pool
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> "ExtractPipeline":
-        """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000)."""
+        """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000), ZHDEDUP_EXTRACT_WORKERS."""
         s = crawler.settings
+        pool = pool_for(crawler) if s.getint("ZHDEDUP_EXTRACT_WORKERS", 0) > 0 else None
         return cls(stats=crawler.stats, min_chars=s.getint("EXTRACT_MIN_CHARS", MIN_CHARS),
-                   fast=s.getbool("EXTRACT_FAST", False), max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES))
+                   fast=s.getbool("EXTRACT_FAST", False), max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES),
+                   pool=pool)
+
+    def open_spider(self, spider: Any = None) -> None:
+        """Start and warm up the worker processes, when extraction uses them."""
+        if self.pool is not None:
+            self.pool.start(_warm_up)
 
     def process_item(self, item: Any, spider: Any = None) -> Any:
-        """The item with its article fields; SkippedItem(reason, "no article body: ...") when there is none."""
+        """The item with its article fields (an awaitable of it when workers extract); SkippedItem(reason,
+        "no article body: ...") when there is none."""
+        args = self._arguments(item)
+        if self.pool is not None:
+            return self._in_worker(item, args)
+        return self._fill(item, *article_fields(*args))
+
+    async def _in_worker(self, item: Any, args: tuple) -> Any:
+        return self._fill(item, *await self.pool.run(article_fields, *args))
+
+    def _arguments(self, item: Any) -> tuple:
+        a = ItemAdapter(item)
+        return (a.get("body") or b"", a.get("url") or "", a.get("headers"), a.get("profile"), self.min_chars,
+                self.fast, self.max_bytes)
+
+    def _fill(self, item: Any, fields: dict[str, Any] | None, skipped: tuple[str, str] | None) -> Any:
+        """Copy the article fields into the item, or raise SkippedItem with extraction's reason."""
+        if skipped is not None:
+            self._inc(f"extract/dropped/{skipped[0]}")
+            raise SkippedItem(skipped[0], f"no article body: {skipped[1]}")
         adapter = ItemAdapter(item)
-        try:
-            result = extract(adapter.get("body") or b"", url=adapter.get("url") or "",
-                             headers=adapter.get("headers"), profile=adapter.get("profile"),
-                             min_chars=self.min_chars, fast=self.fast, max_bytes=self.max_bytes)
-        except NotArticle as exc:
-            self._inc(f"extract/dropped/{exc.reason}")
-            raise SkippedItem(exc.reason, f"no article body: {exc.message}") from None
-        for field, attr in FIELDS:
-            adapter[field] = getattr(result, attr)
+        for field, value in (fields or {}).items():
+            adapter[field] = value
         self._inc("extract/ok")
         return item
 

@@ -1,6 +1,12 @@
-"""StorePipeline: the kept page, its text and fingerprints, into MongoDB through the store."""
+"""StorePipeline: the kept page, its text and fingerprints, into MongoDB through the store.
+
+Pages arriving within ZHDEDUP_STORE_BATCH_MS of each other are written together (one look-up and one
+bulk write, up to ZHDEDUP_STORE_BATCH pages): each write costs the server far more than its bytes. No
+item passes on before its page is written (or spooled) -- the batch only delays it by those milliseconds.
+"""
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -11,21 +17,75 @@ from pipelines._store import run_blocking, store_for
 
 # Item fields that are transport only, never stored.
 TRANSIENT = {"body", "headers", "profile", "dedup", "matches"}
+BATCH = 100
+BATCH_MS = 100.0
 logger = logging.getLogger(__name__)
 
 
-class StorePipeline:
-    """Saves every item that reached it (new pages) with save_page; counts zhdedup/stored."""
+class PageBatcher:
+    """Collects page documents for a few milliseconds and saves them with one save_pages call."""
 
-    def __init__(self, crawler, log_stored: bool = False) -> None:
+    def __init__(self, crawler, store, max_pages: int = BATCH, wait_ms: float = BATCH_MS) -> None:
+        self.crawler = crawler
+        self.store = store
+        self.max_pages = max(1, max_pages)
+        self.wait = max(0.0, wait_ms) / 1000
+        self.pending: list[tuple[dict, asyncio.Future]] = []
+        self.timer: asyncio.TimerHandle | None = None
+        self.writing: set[asyncio.Task] = set()  # a task nobody references may be collected mid-write
+
+    async def save(self, doc: dict) -> str:
+        """The page's id once its batch is written (or spooled); its BadDocument raised if it has one."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self.pending.append((doc, future))
+        if len(self.pending) >= self.max_pages or not self.wait:
+            self.flush()
+        elif self.timer is None:
+            self.timer = loop.call_later(self.wait, self.flush)
+        return await future
+
+    def flush(self) -> None:
+        """Hand the pending pages to a store thread as one batch."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        batch, self.pending = self.pending, []
+        if batch:
+            task = asyncio.ensure_future(self._write(batch))
+            self.writing.add(task)
+            task.add_done_callback(self.writing.discard)
+
+    async def _write(self, batch: list[tuple[dict, asyncio.Future]]) -> None:
+        try:
+            results = await run_blocking(self.crawler, self.store.save_pages, [doc for doc, _ in batch])
+        except Exception as exc:  # every page of the batch fails with the error (each item says so)
+            results = [exc] * len(batch)
+        for (_, future), result in zip(batch, results):
+            if future.done():
+                continue
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+
+class StorePipeline:
+    """Saves every item that reached it (new pages) with save_pages; counts zhdedup/stored."""
+
+    def __init__(self, crawler, log_stored: bool = False, batch: int = BATCH, batch_ms: float = BATCH_MS) -> None:
         self.crawler = crawler
         self.store = store_for(crawler)
         self.log_stored = log_stored
+        self.batcher = PageBatcher(crawler, self.store, batch, batch_ms)
 
     @classmethod
     def from_crawler(cls, crawler) -> "StorePipeline":
-        """Open the shared store; ZHDEDUP_LOG_STORED=True logs a line per stored page."""
-        return cls(crawler, crawler.settings.getbool("ZHDEDUP_LOG_STORED", False))
+        """Open the shared store; ZHDEDUP_LOG_STORED=True logs a line per stored page; ZHDEDUP_STORE_BATCH
+        (100) pages at most per write, collected for ZHDEDUP_STORE_BATCH_MS (100; 0 writes each page alone)."""
+        s = crawler.settings
+        return cls(crawler, s.getbool("ZHDEDUP_LOG_STORED", False), s.getint("ZHDEDUP_STORE_BATCH", BATCH),
+                   s.getfloat("ZHDEDUP_STORE_BATCH_MS", BATCH_MS))
 
     @staticmethod
     def document(item: Any) -> dict:
@@ -39,9 +99,9 @@ class StorePipeline:
         return doc
 
     async def process_item(self, item: Any) -> Any:
-        """save_page, then pass the item on (to feeds)."""
+        """Save the page (in a batch), then pass the item on (to feeds)."""
         a = ItemAdapter(item)
-        page_id = await run_blocking(self.crawler, self.store.save_page, self.document(item))
+        page_id = await self.batcher.save(self.document(item))
         a["page_id"] = page_id or a.get("page_id")
         for field in ("body", "headers"):  # raw bytes were kept for match evidence; feeds get no bytes
             a.pop(field, None)
