@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, TypeVar
@@ -32,8 +33,9 @@ class WorkerPool:
         """Start the processes (if not yet) and run warm_up in each, before the first page arrives."""
         if self.broken or self.size <= 0:
             return
-        if self.executor is None:
-            self.executor = ProcessPoolExecutor(max_workers=self.size)
+        if self.executor is None:  # forkserver: the crawler's store threads may hold locks a fork would copy
+            context = multiprocessing.get_context("forkserver")
+            self.executor = ProcessPoolExecutor(max_workers=self.size, mp_context=context)
         for _ in range(self.size):
             self.executor.submit(warm_up)
 
