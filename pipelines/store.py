@@ -1,8 +1,10 @@
 """StorePipeline: the kept page, its text and fingerprints, into MongoDB through the store.
 
-Pages arriving within ZHDEDUP_STORE_BATCH_MS of each other are written together (one look-up and one
-bulk write, up to ZHDEDUP_STORE_BATCH pages): each write costs the server far more than its bytes. No
-item passes on before its page is written (or spooled) -- the batch only delays it by those milliseconds.
+Group commit: pages that arrive while a write is under way are written together in the next one (one
+look-up and one bulk write, up to ZHDEDUP_STORE_BATCH pages): each write costs the server far more than
+its bytes. No item passes on before its page is written (or spooled), and no page waits longer than the
+write before it -- a page claimed in Redis but not yet in MongoDB is lost if Redis loses its data, so
+that window stays as short as one write (ZHDEDUP_STORE_BATCH_MS adds an extra wait; default 0).
 """
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from pipelines._store import run_blocking, store_for
 # Item fields that are transport only, never stored.
 TRANSIENT = {"body", "headers", "profile", "dedup", "matches"}
 BATCH = 100
-BATCH_MS = 100.0
+BATCH_MS = 0.0
 logger = logging.getLogger(__name__)
 
 
 class PageBatcher:
-    """Collects page documents for a few milliseconds and saves them with one save_pages call."""
+    """Group commit: a page is written at once when no write is under way; pages arriving during a write
+    go together in the next one (up to max_pages), after an optional extra wait of wait_ms."""
 
     def __init__(self, crawler, store, max_pages: int = BATCH, wait_ms: float = BATCH_MS) -> None:
         self.crawler = crawler
@@ -31,30 +34,23 @@ class PageBatcher:
         self.max_pages = max(1, max_pages)
         self.wait = max(0.0, wait_ms) / 1000
         self.pending: list[tuple[dict, asyncio.Future]] = []
-        self.timer: asyncio.TimerHandle | None = None
-        self.writing: set[asyncio.Task] = set()  # a task nobody references may be collected mid-write
+        self.writer: asyncio.Task | None = None  # referenced: a task nobody holds may be collected mid-write
 
     async def save(self, doc: dict) -> str:
         """The page's id once its batch is written (or spooled); its BadDocument raised if it has one."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        future = asyncio.get_running_loop().create_future()
         self.pending.append((doc, future))
-        if len(self.pending) >= self.max_pages or not self.wait:
-            self.flush()
-        elif self.timer is None:
-            self.timer = loop.call_later(self.wait, self.flush)
+        if self.writer is None or self.writer.done():
+            self.writer = asyncio.ensure_future(self._write_all())
         return await future
 
-    def flush(self) -> None:
-        """Hand the pending pages to a store thread as one batch."""
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        batch, self.pending = self.pending, []
-        if batch:
-            task = asyncio.ensure_future(self._write(batch))
-            self.writing.add(task)
-            task.add_done_callback(self.writing.discard)
+    async def _write_all(self) -> None:
+        """Write batches until nothing is pending."""
+        while self.pending:
+            if self.wait and len(self.pending) < self.max_pages:
+                await asyncio.sleep(self.wait)
+            batch, self.pending = self.pending[:self.max_pages], self.pending[self.max_pages:]
+            await self._write(batch)
 
     async def _write(self, batch: list[tuple[dict, asyncio.Future]]) -> None:
         try:
@@ -82,7 +78,7 @@ class StorePipeline:
     @classmethod
     def from_crawler(cls, crawler) -> "StorePipeline":
         """Open the shared store; ZHDEDUP_LOG_STORED=True logs a line per stored page; ZHDEDUP_STORE_BATCH
-        (100) pages at most per write, collected for ZHDEDUP_STORE_BATCH_MS (100; 0 writes each page alone)."""
+        (100) pages at most per write, ZHDEDUP_STORE_BATCH_MS (0) extra wait before a write."""
         s = crawler.settings
         return cls(crawler, s.getbool("ZHDEDUP_LOG_STORED", False), s.getint("ZHDEDUP_STORE_BATCH", BATCH),
                    s.getfloat("ZHDEDUP_STORE_BATCH_MS", BATCH_MS))
