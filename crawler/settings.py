@@ -112,7 +112,10 @@ ZHDEDUP_REPORT = ""             # write a JSON summary of the crawl (kept and dr
 ZHDEDUP_REPORT_MAX_ENTRIES = 100_000  # URLs listed per kept/dropped list in that report (the rest counted)
 ZHDEDUP_STORE = {}              # overrides for StoreConfig.from_env, e.g. -s 'ZHDEDUP_STORE={"db_name": "t"}'
 ZHDEDUP_STORE_THREADS = 4       # threads for blocking store calls, so downloads go on meanwhile
-ZHDEDUP_FINGERPRINT_WORKERS = 0 # >0: fingerprint in that many worker processes (0: inline, ~1 ms/page)
+ZHDEDUP_FINGERPRINT_WORKERS = 0 # >0: fingerprint in worker processes (0: inline, ~0.5 ms/page); see docs/performance.md
+ZHDEDUP_EXTRACT_WORKERS = 0     # >0: extract in worker processes (0: inline, ~2 ms/page), shared with fingerprinting
+ZHDEDUP_STORE_BATCH = 100       # pages saved per MongoDB write at most (pages arriving during a write go in the next)
+ZHDEDUP_STORE_BATCH_MS = 0      # extra wait before a write, to batch more (widens the Redis-loss window)
 
 # --- Watch mode and alerts (python -m crawler watch; docs in README "Watch mode and notices") ----------
 ZHDEDUP_WATCH_EVERY = 300       # default seconds between two rounds of a watched URL (per site in the store)
@@ -124,6 +127,8 @@ ZHDEDUP_ALERT_BACKOFF = 1.0
 
 # --- Runtime ------------------------------------------------------------------------------------
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+CONCURRENT_ITEMS = 8            # items of ONE response processed at once; Scrapy's 100 starts 100 asyncio
+                                # tasks for every response (~0.7 ms/page, docs/performance.md)
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_FORMATTER = "crawler.logformatter.ZhdedupLogFormatter"  # one line per dropped page
 LOG_LEVEL = os.environ.get("ZHDEDUP_LOG_LEVEL", "INFO")

@@ -25,6 +25,8 @@ first pages.
 """
 from __future__ import annotations
 
+import asyncio
+
 import hashlib
 import re
 from collections import OrderedDict
@@ -146,6 +148,33 @@ class SiteTemplates:
         if removed and sum(len(SPACE.sub("", x)) for x in kept) < self.min_keep:
             return Stripped(list(lines), 0, 0)
         return Stripped(kept, removed, removed_chars)
+
+
+class HeldTemplates:
+    """Site templates for pages in flight together (a crawl): a site's first pages wait, at most
+    `warmup_seconds`, until the site has `min_pages` pages, so its first stories lose the template too."""
+
+    def __init__(self, templates: SiteTemplates, warmup_seconds: float = 5.0) -> None:
+        self.templates = templates
+        self.warmup_seconds = warmup_seconds
+        self.ready: dict[str, asyncio.Event] = {}
+
+    async def strip(self, site: str, title: str | None, lines: list[str]) -> Stripped:
+        """Learn from the page, wait while the site is still too new, then drop its template lines."""
+        self.templates.observe(site, title, lines)
+        await self._wait(site)
+        return self.templates.strip(site, title, lines, learn=False)
+
+    async def _wait(self, site: str) -> None:
+        ready = self.ready.setdefault(site, asyncio.Event())
+        if self.templates.pages_seen(site) >= self.templates.min_pages:
+            ready.set()
+        if ready.is_set() or self.warmup_seconds <= 0:
+            return
+        try:
+            await asyncio.wait_for(ready.wait(), self.warmup_seconds)
+        except asyncio.TimeoutError:
+            ready.set()  # a small site: what is known by now is its template
 
 
 def _touch(lru: OrderedDict, key: int, value: object, limit: int) -> None:

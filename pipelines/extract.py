@@ -4,7 +4,6 @@
 """
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,12 +11,30 @@ from urllib.parse import urlsplit
 from itemadapter import ItemAdapter
 
 from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
-from extract.template import SiteTemplates
+from extract.template import HeldTemplates, SiteTemplates
+from pipelines._workers import WorkerPool, pool_for
 from pipelines.drops import SkippedItem
 from pipelines.stats import TEMPLATE_STRIPPED
 
 FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
           ("language", "language"), ("encoding", "encoding"))
+
+
+def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | None, min_chars: int, fast: bool,
+                   max_bytes: int) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """(item fields, None) or (None, (reason, message)): plain values, so a worker process can return them."""
+    try:
+        result = extract(body, url=url, headers=headers, profile=profile, min_chars=min_chars, fast=fast,
+                         max_bytes=max_bytes)
+    except NotArticle as exc:
+        return None, (exc.reason, exc.message)
+    return {field: getattr(result, attr) for field, attr in FIELDS}, None
+
+
+def _warm_up() -> None:
+    """Import trafilatura and htmldate in a worker before the first page arrives."""
+    article_fields(b"<html><body><p>" + "预热。".encode() * 40 + b"</p></body></html>", "", None, None,
+                   MIN_CHARS, False, MAX_BYTES)
 
 
 class ExtractPipeline:
@@ -26,76 +43,76 @@ class ExtractPipeline:
 
     With site templates on (the default), lines that repeat across the site's pages are removed from
     ``text`` before it is fingerprinted; the extracted text before that is kept as ``raw_text`` and the
-    number of removed lines as ``template_lines``.  The model lives in this process for one crawl.
+    number of removed lines as ``template_lines``. The model lives in this process for one crawl.
+    ZHDEDUP_EXTRACT_WORKERS = N > 0 extracts in worker processes (shared with fingerprinting).
     """
 
     def __init__(self, stats: Any = None, min_chars: int = MIN_CHARS, fast: bool = False,
                  max_bytes: int = MAX_BYTES, templates: SiteTemplates | None = None,
-                 warmup_seconds: float = 5.0) -> None:
+                 warmup_seconds: float = 5.0, pool: WorkerPool | None = None) -> None:
         self.stats = stats
         self.min_chars = min_chars
         self.fast = fast
         self.max_bytes = max_bytes
-        self.templates = templates
-        self.warmup_seconds = warmup_seconds
-        self.warm: dict[str, asyncio.Event] = {}
+        self.templates = HeldTemplates(templates, warmup_seconds) if templates is not None else None
+        self.pool = pool
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> "ExtractPipeline":
-        """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000),
-        EXTRACT_TEMPLATES (True), EXTRACT_TEMPLATE_MIN_PAGES (3) and EXTRACT_TEMPLATE_WARMUP_SECONDS (5:
-        how long a site's first pages may wait for its template)."""
+        """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000), EXTRACT_TEMPLATES
+        (True), EXTRACT_TEMPLATE_MIN_PAGES (3), EXTRACT_TEMPLATE_WARMUP_SECONDS (5: how long a site's first
+        pages may wait for its template) and ZHDEDUP_EXTRACT_WORKERS (0)."""
         s = crawler.settings
         min_chars = s.getint("EXTRACT_MIN_CHARS", MIN_CHARS)
         templates = None
         if s.getbool("EXTRACT_TEMPLATES", True):
             templates = SiteTemplates(min_pages=s.getint("EXTRACT_TEMPLATE_MIN_PAGES", 3), min_keep=min_chars)
+        pool = pool_for(crawler) if s.getint("ZHDEDUP_EXTRACT_WORKERS", 0) > 0 else None
         return cls(stats=crawler.stats, min_chars=min_chars, fast=s.getbool("EXTRACT_FAST", False),
                    max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES), templates=templates,
-                   warmup_seconds=s.getfloat("EXTRACT_TEMPLATE_WARMUP_SECONDS", 5.0))
+                   warmup_seconds=s.getfloat("EXTRACT_TEMPLATE_WARMUP_SECONDS", 5.0), pool=pool)
+
+    def open_spider(self, spider: Any = None) -> None:
+        """Start and warm up the worker processes, when extraction uses them."""
+        if self.pool is not None:
+            self.pool.start(_warm_up)
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         """The item with its article fields; SkippedItem(reason, "no article body: ...") when there is none."""
-        adapter = ItemAdapter(item)
-        try:
-            result = extract(adapter.get("body") or b"", url=adapter.get("url") or "",
-                             headers=adapter.get("headers"), profile=adapter.get("profile"),
-                             min_chars=self.min_chars, fast=self.fast, max_bytes=self.max_bytes)
-        except NotArticle as exc:
-            self._inc(f"extract/dropped/{exc.reason}")
-            raise SkippedItem(exc.reason, f"no article body: {exc.message}") from None
-        for field, attr in FIELDS:
-            adapter[field] = getattr(result, attr)
+        args = self._arguments(item)
+        if self.pool is not None:
+            fields, skipped = await self.pool.run(article_fields, *args)
+        else:
+            fields, skipped = article_fields(*args)
+        self._fill(item, fields, skipped)
         if self.templates is not None:
-            await self._strip_template(adapter)
-        self._inc("extract/ok")
+            await self._strip_template(ItemAdapter(item))
         return item
 
+    def _arguments(self, item: Any) -> tuple:
+        a = ItemAdapter(item)
+        return (a.get("body") or b"", a.get("url") or "", a.get("headers"), a.get("profile"), self.min_chars,
+                self.fast, self.max_bytes)
+
+    def _fill(self, item: Any, fields: dict[str, Any] | None, skipped: tuple[str, str] | None) -> None:
+        """Copy the article fields into the item, or raise SkippedItem with extraction's reason."""
+        if skipped is not None:
+            self._inc(f"extract/dropped/{skipped[0]}")
+            raise SkippedItem(skipped[0], f"no article body: {skipped[1]}")
+        adapter = ItemAdapter(item)
+        for field, value in (fields or {}).items():
+            adapter[field] = value
+        self._inc("extract/ok")
+
     async def _strip_template(self, adapter: ItemAdapter) -> None:
-        """Drop the site's template lines from text; the text before is kept as raw_text. A site's first
-        pages wait (at most warmup_seconds) until enough of its pages were seen to know its template."""
+        """Drop the site's template lines from text (a site's first pages wait for it); raw_text keeps the text."""
         site = adapter.get("site") or urlsplit(adapter.get("url") or "").netloc
-        lines = adapter["text"].split("\n")
-        self.templates.observe(site, adapter.get("title"), lines)
-        await self._warm_up(site)
-        stripped = self.templates.strip(site, adapter.get("title"), lines, learn=False)
+        stripped = await self.templates.strip(site, adapter.get("title"), adapter["text"].split("\n"))
         if stripped.removed:
             adapter["raw_text"] = adapter["text"]
             adapter["text"] = "\n".join(stripped.lines)
             adapter["template_lines"] = stripped.removed
             self._inc(TEMPLATE_STRIPPED)
-
-    async def _warm_up(self, site: str) -> None:
-        """Hold a page until its site has min_pages pages (then all wait no more) or the wait runs out."""
-        ready = self.warm.setdefault(site, asyncio.Event())
-        if self.templates.pages_seen(site) >= self.templates.min_pages:
-            ready.set()
-        if ready.is_set() or self.warmup_seconds <= 0:
-            return
-        try:
-            await asyncio.wait_for(ready.wait(), self.warmup_seconds)
-        except asyncio.TimeoutError:
-            ready.set()  # a small site: what is known by now is its template
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:

@@ -6,7 +6,8 @@ import logging
 from typing import Any, Iterator
 
 import redis
-from pymongo.errors import DuplicateKeyError
+from pymongo import ReplaceOne
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from .dedup_index import text_key
 from .documents import check_keys, check_text, fit_bson, out
@@ -53,12 +54,86 @@ class PageStore(DuplicateStore):
         self._drop_claimed_text(str(d["_id"]))
         return page_id
 
+    def save_pages(self, docs: list[dict]) -> list[str | BadDocument]:
+        """Store many pages with one look-up and few writes (what save_page does for each, in order);
+        returns each page's id, or the BadDocument that kept that one page out. Spooled if MongoDB stays away."""
+        results: list[str | BadDocument] = []
+        valid: list[dict] = []
+        for doc in docs:
+            try:
+                valid.append(page_doc(doc))
+                results.append("")
+            except BadDocument as exc:
+                results.append(exc)
+        try:
+            ids = self._retry("mongo", self._save_pages, valid) if valid else []
+        except StorageUnavailable:
+            for d in valid:
+                self._spool("save_page", doc=d)
+            ids = [str(d["_id"]) for d in valid]
+        else:
+            self._drop_claimed_texts([str(d["_id"]) for d in valid])
+        it = iter(ids)
+        return [r if isinstance(r, BadDocument) else next(it) for r in results]
+
     def _drop_claimed_text(self, page_id: str) -> None:
         """The page is in MongoDB now: its text kept with the dedup claim can go (else it expires)."""
+        self._drop_claimed_texts([page_id])
+
+    def _drop_claimed_texts(self, page_ids: list[str]) -> None:
+        """The pages are in MongoDB now: their texts kept with the dedup claims can go (else they expire)."""
         try:
-            self.redis.delete(text_key(self, page_id))
+            if page_ids:
+                self.redis.delete(*(text_key(self, page_id) for page_id in page_ids))
         except redis.RedisError:
             pass
+
+    def _save_pages(self, docs: list[dict]) -> list[str]:
+        """save_page for many: one find for the ids already held (by another URL: evidence protection), new
+        pages in one insert_many (the server commits it once, where each replace commits alone), pages
+        stored before replaced in order. A page that loses a race or whose URL is stored under another id
+        (a re-crawl) takes save_page's path."""
+        held = {d["_id"]: d["url"] for d in self.pages.find({"_id": {"$in": [d["_id"] for d in docs]}}, {"url": 1})}
+        fresh: list[tuple[int, dict]] = []
+        stored: list[tuple[int, dict]] = []
+        for i, d in enumerate(docs):
+            if d["_id"] not in held:
+                held[d["_id"]] = d["url"]
+                fresh.append((i, d))
+            elif held[d["_id"]] != d["url"]:  # held in MongoDB, or earlier in this batch, by another URL
+                stored.append((i, self._id_conflict(d, held[d["_id"]])))
+            else:
+                stored.append((i, d))
+        ids: dict[int, str] = {}
+        for group, write in ((fresh, self._insert_ordered), (stored, self._replace_ordered)):
+            if group:
+                ids.update(zip((i for i, _ in group), write([d for _, d in group])))
+        return [ids[i] for i in range(len(docs))]
+
+    def _insert_ordered(self, docs: list[dict]) -> list[str]:
+        """insert_many in order; a document refused as a duplicate key goes through _save_page, then the rest."""
+        return self._ordered(docs, lambda part: self.pages.insert_many(part, ordered=True))
+
+    def _replace_ordered(self, docs: list[dict]) -> list[str]:
+        """Upserts by id in one ordered bulk write; a duplicate URL goes through _save_page, then the rest."""
+        return self._ordered(docs, lambda part: self.pages.bulk_write(
+            [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in part], ordered=True))
+
+    def _ordered(self, docs: list[dict], write: Any) -> list[str]:
+        ids = [str(d["_id"]) for d in docs]
+        start = 0
+        while start < len(docs):
+            try:
+                write(docs[start:])
+                break
+            except BulkWriteError as exc:  # ordered: the writes before the failed one are done, none after it
+                error = exc.details["writeErrors"][0]
+                if error.get("code") != 11000:
+                    raise
+                failed = start + error["index"]
+                ids[failed] = self._save_page(docs[failed])
+                start = failed + 1
+        return ids
 
     def _save_page(self, d: dict) -> str:
         held = self.pages.find_one({"_id": d["_id"]}, {"url": 1})

@@ -128,3 +128,36 @@ def test_status(store):
     st = store.status()
     assert st["mongo"]["ok"] and st["redis"]["ok"] and st["counts"]["pages"] == 1
     assert st["db_name"] == store.config.db_name and st["spool"]["entries"] == 0
+
+
+def test_save_pages_does_what_save_page_does_for_each(store):
+    """A batch: new pages, a re-crawl under a new id, another URL claiming a stored id, the same id twice
+    in one batch and a bad document -- each ends as save_page would leave it; the bad one alone is refused."""
+    held = store.save_page(page(store, "http://a.test/held"))
+    recrawled = store.save_page(page(store, "http://a.test/old"))
+    twin = store.new_page_id()
+    docs = [page(store, "http://a.test/n1", _id=store.new_page_id()),
+            page(store, "http://a.test/old", _id=store.new_page_id(), title="新标题"),   # re-crawl: keeps its id
+            page(store, "http://a.test/forged", _id=held),                             # another URL's id
+            page(store, "http://a.test/t", _id=twin),
+            page(store, "http://a.test/t2", _id=twin),                                 # same id, other URL
+            page(store, "http://a.test/bad", text="坏\ud800"),
+            page(store, "http://a.test/n2", _id=store.new_page_id())]
+    out = store.save_pages(docs)
+    assert isinstance(out[5], BadDocument) and store.page_by_url("http://a.test/bad") is None
+    assert out[0] == str(docs[0]["_id"]) and store.get_page(out[0])["url"] == "http://a.test/n1"
+    assert out[1] == recrawled and store.get_page(recrawled)["title"] == "新标题"
+    assert out[2] != held and store.get_page(held)["url"] == "http://a.test/held"
+    assert store.get_page(out[2])["id_conflict"] == {"claimed_id": held, "held_by": "http://a.test/held"}
+    assert out[3] == twin and store.get_page(twin)["url"] == "http://a.test/t"
+    assert out[4] != twin and store.get_page(out[4])["url"] == "http://a.test/t2"
+    assert store.get_page(out[6])["url"] == "http://a.test/n2"
+    assert store.pages.count_documents({}) == 7
+    assert store.save_pages([]) == []
+
+
+def test_save_pages_again_is_idempotent(store):
+    """Saving the same batch twice (a retried write) leaves one page per URL under the same ids."""
+    docs = [page(store, f"http://a.test/r{i}", _id=store.new_page_id()) for i in range(5)]
+    first = store.save_pages(docs)
+    assert store.save_pages(docs) == first and store.pages.count_documents({}) == 5

@@ -1,0 +1,69 @@
+"""One pool of worker processes per crawler, shared by the pipelines that move CPU work off the reactor.
+
+Extraction (ZHDEDUP_EXTRACT_WORKERS) and fingerprinting (ZHDEDUP_FINGERPRINT_WORKERS) send their pages to
+the same processes; the pool has as many as the larger of the two settings asks for. A pool that breaks
+(a worker killed) is said once in the log and the work goes on in the crawler process: nothing is lost.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, TypeVar
+
+from scrapy import signals
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+_ATTR = "_zhdedup_workers"
+SETTINGS = ("ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS")
+
+
+class WorkerPool:
+    """The crawler's worker processes (started on first use, shut down when the spider closes)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.executor: ProcessPoolExecutor | None = None
+        self.broken = False
+
+    def start(self, warm_up: Callable[[], None]) -> None:
+        """Start the processes (if not yet) and run warm_up in each, before the first page arrives."""
+        if self.broken or self.size <= 0:
+            return
+        if self.executor is None:  # forkserver: the crawler's store threads may hold locks a fork would copy
+            context = multiprocessing.get_context("forkserver")
+            self.executor = ProcessPoolExecutor(max_workers=self.size, mp_context=context)
+        for _ in range(self.size):
+            self.executor.submit(warm_up)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """fn(*args) in a worker process, or here when there is no (working) pool."""
+        if self.executor is None or self.broken:
+            return fn(*args)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+        except BrokenProcessPool as exc:
+            if not self.broken:
+                logger.warning("worker processes stopped (%s): the crawler process does their work from now on",
+                               exc)
+            self.broken = True
+            return fn(*args)
+
+    def close(self, spider: Any = None) -> None:
+        """Stop the worker processes."""
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.executor = None
+
+
+def pool_for(crawler: Any) -> WorkerPool:
+    """The crawler's shared pool, sized by the larger of ZHDEDUP_EXTRACT_WORKERS / ZHDEDUP_FINGERPRINT_WORKERS."""
+    pool = getattr(crawler, _ATTR, None)
+    if pool is None:
+        pool = WorkerPool(max(crawler.settings.getint(name, 0) for name in SETTINGS))
+        setattr(crawler, _ATTR, pool)
+        crawler.signals.connect(pool.close, signal=signals.spider_closed)
+    return pool
