@@ -107,6 +107,11 @@ class DedupDoc:
         return cls(page_id, text, fp.content_hash, int(fp.simhash), tuple(sketch(text, size)), **extra)  # type: ignore[arg-type]
 
 
+class LookupUnavailable(Exception):
+    """The index could not answer a lookup (a server away): the page is kept for now and its whole decision
+    runs again later (the index has queued it); a failed lookup never makes a page "new"."""
+
+
 @dataclass(frozen=True)
 class IndexHit:
     """What an index's check-and-insert found: kind "new" | "exact" | "near", the original, the distance."""
@@ -147,7 +152,7 @@ class DedupIndex(Protocol):
         """Add the page's sketch; (its claim number, [(kept page, shared values, its claim number)])."""
 
     def text_of(self, page_id: str) -> str | None:
-        """A kept page's text (None when it is not known)."""
+        """A kept page's text (None when there is no such page; LookupUnavailable when it cannot be read now)."""
 
     def published_of(self, page_id: str) -> dt.date | None:
         """A kept page's publish date (None when unknown)."""
@@ -180,7 +185,10 @@ class DedupEngine:
         elif hit.spooled or not (self.params.passages and doc.sketch):
             return Verdict("new", spooled=hit.spooled)
         else:
-            verdict = self._by_passages(doc)
+            try:
+                verdict = self._by_passages(doc)
+            except LookupUnavailable:
+                return Verdict("new", spooled=True)   # deferred, not decided: the index re-runs it later
             if not verdict.is_duplicate:
                 return verdict
         return self._earliest_published(doc, verdict)
@@ -298,5 +306,5 @@ def is_near_duplicate(a: str, b: str, params: NearDupParams | None = None) -> Ve
     return engine.decide(DedupDoc.of("b", b, engine.params))
 
 
-__all__ = ["DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "MAX_K", "MemoryDedupIndex", "NearDupParams",
-           "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_coverage", "sketch"]
+__all__ = ["DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "LookupUnavailable", "MAX_K", "MemoryDedupIndex",
+           "NearDupParams", "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_coverage", "sketch"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 import time
+from collections import OrderedDict
 from typing import Any, Callable, Self, TypeVar
 
 import pymongo
@@ -12,7 +14,8 @@ import redis
 from pymongo.errors import AutoReconnect, ConnectionFailure, PyMongoError
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterDownError, MasterDownError
+from redis.exceptions import (AskError, ClusterDownError, MasterDownError, MovedError, ReadOnlyError,
+                              ResponseError, TryAgainError)
 from redis.retry import Retry
 
 from . import servers as srv
@@ -25,9 +28,49 @@ from .spool import Spool
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, ClusterDownError, MasterDownError)
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, ClusterDownError, MasterDownError,
+                ReadOnlyError, TryAgainError, MovedError, AskError)
 MONGO_ERRORS = (AutoReconnect, ConnectionFailure)
 SERVER_ERRORS = MONGO_ERRORS + REDIS_ERRORS  # a server went away (callers outside storage/ catch these)
+# replies of a Redis that is there but cannot serve now: retried like a connection failure
+REDIS_TRANSIENT_REPLIES = ("MISCONF", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN",
+                           "MOVED", "ASK", "NOREPLICAS", "OOM")
+RESTART_EVERY = 1.0  # seconds between restart attempts of a dead embedded server, for as long as it is down
+
+
+def is_transient(name: str, exc: BaseException) -> bool:
+    """True when exc means the server is away or cannot serve for now (retry, restart, spool), not a bug."""
+    if name != "redis":
+        return isinstance(exc, MONGO_ERRORS)
+    if isinstance(exc, REDIS_ERRORS):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).split(" ", 1)[0].upper() in REDIS_TRANSIENT_REPLIES
+
+
+@dataclass
+class Outage:
+    """One server's outage, from the first failed call until it answers again (and, for Redis, the
+    index is whole again): what it cost is said in one WARNING line when it ends."""
+
+    server: str
+    since: float
+    error: str
+    restarts: int = 0
+    last_restart: float = 0.0
+    gave_up: bool = False       # a call ran out of retry budget: later calls try once and spool
+    spooled: int = 0
+    repairer: int | None = None  # thread re-filling the index (its calls go straight through)
+
+    def summary(self, refill: str = "") -> str:
+        """The one line a person reads: how long, what was done, what it cost."""
+        took = time.monotonic() - self.since
+        parts = [f"{SERVER_NAMES[self.server]} was unavailable for {took:.1f} s ({self.error})",
+                 f"restarted {self.restarts} time(s)" if self.restarts else "not restarted by us"]
+        if refill:
+            parts.append(refill)
+        what = "checks" if self.server == "redis" else "writes"
+        parts.append(f"{self.spooled} {what} spooled for replay" if self.spooled else f"no {what} spooled")
+        return "; ".join(parts)
 
 
 def server_of(exc: BaseException) -> str:
@@ -40,6 +83,7 @@ HINTS = {
              "(start MongoDB with `mongod`)",
 }
 SERVER_NAMES = {"redis": "Redis", "mongo": "MongoDB"}
+REDIS_OPS = ("index", "recheck")  # spool operations that wait for Redis (the rest wait for MongoDB)
 COLLECTIONS = ("pages", "duplicates", "sources", "matches", "runs")
 
 
@@ -82,8 +126,11 @@ class Connection:
         self.spool = Spool(config.spool_dir)
         self.spooled = 0
         self._restart_lock = threading.Lock()
-        self._down_until: dict[str, float] = {}
-        self._repairing = False
+        self._recover_locks = {"mongo": threading.RLock(), "redis": threading.RLock()}
+        self.outages: dict[str, Outage] = {}
+        # pages this process indexed whose MongoDB save may still be on its way: re-added after a Redis
+        # data loss (MongoDB, the refill's source, does not have them yet)
+        self.inflight: OrderedDict[str, tuple[str, int, tuple[int, ...], bytes | None]] = OrderedDict()
         self._connect_mongo()
         self._connect_redis()
 
@@ -108,16 +155,18 @@ class Connection:
         self.index = SimHashIndex(self.redis, self.config.key_prefix, self.config.simhash_k)
         self.sketches = RedisSketchIndex(self.redis, self.config.key_prefix)
 
-    def _restart(self, name: str) -> None:
+    def _restart(self, name: str) -> bool:
         """Restart a dead embedded server (same data, same port when free) and reconnect to it."""
         if not (self.embedded.get(name) and self.config.auto_restart):
-            return
+            return False
         try:
             with self._restart_lock:
+                if srv.info(self.config.var_path, name).running:
+                    return False   # alive (busy, loading) or already restarted by another process
                 info = srv.ensure(self.config.var_path, name)
         except (StorageUnavailable, OSError) as e:
-            log.warning("could not restart the embedded %s: %s", SERVER_NAMES[name], e)
-            return
+            log.info("could not restart the embedded %s yet: %s", SERVER_NAMES[name], e)
+            return False
         if name == "redis" and info.uri != self.redis_url:
             # same client object (scripts and seed indexes hold it), new connection pool
             old = self.redis.connection_pool
@@ -127,48 +176,107 @@ class Connection:
             self.redis_url = info.uri
         elif name == "mongo" and info.uri != self.mongo_uri:
             log.warning("the embedded MongoDB came back on another port (%s); open the store again", info.uri)
+        return True
 
     def _retry(self, name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call fn, retrying connection failures with backoff for retry_seconds.
+        """Call fn through the server's outage state machine.
 
-        After a give-up, calls in the next retry_seconds try once only (the server is known to be
-        down), so a long outage spools items quickly instead of stalling the crawl on each one.
+        up: call; a transient error opens an outage. down: restart the embedded server (at most every
+        RESTART_EVERY s, for as long as it is down), probe it; once it answers, Redis's index is re-filled
+        (pages in flight included) before any other call runs, and one WARNING line closes the outage.
+        A call retries with backoff for retry_seconds, then raises StorageUnavailable (the caller spools);
+        after a give-up, calls try once only, so a long outage spools quickly instead of stalling.
         """
-        errors = REDIS_ERRORS if name == "redis" else MONGO_ERRORS
         start = time.monotonic()
-        budget = 0.0 if start < self._down_until.get(name, 0.0) else self.config.retry_seconds
-        deadline = start + budget
-        delay, attempts = 0.05, 0
+        deadline: float | None = None
+        delay = 0.05
         while True:
-            attempts += 1
-            try:
-                if name == "redis" and (attempts > 1 or name in self._down_until):
-                    self._after_redis_outage()   # before the retried call: it may be a dedup check
-                result = fn(*args, **kwargs)
-                self._down_until.pop(name, None)
-                return result
-            except errors as e:
-                left = deadline - time.monotonic()
-                if left <= 0 and (attempts >= 2 or not budget):
-                    self._down_until[name] = time.monotonic() + self.config.retry_seconds
-                    raise StorageUnavailable(SERVER_NAMES[name], f"{type(e).__name__}: {e}", HINTS[name]) from e
-                log.info("%s not answering (%s); retrying", SERVER_NAMES[name], e)
-                self._restart(name)
-                time.sleep(min(delay, max(left, 0.01)))
-                delay = min(delay * 2, 1.0)
+            outage = self.outages.get(name)
+            if outage is not None and outage.repairer == threading.get_ident():
+                return fn(*args, **kwargs)   # the re-fill's own calls
+            if outage is not None:
+                self._recover(name)
+            if name not in self.outages:
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as e:
+                    if not is_transient(name, e):
+                        raise
+                    outage = self._begin(name, e)
+            outage = self.outages.get(name)
+            if outage is None:
+                continue
+            if deadline is None:
+                deadline = start + (0.0 if outage.gave_up else self.config.retry_seconds)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                outage.gave_up = True
+                raise StorageUnavailable(SERVER_NAMES[name], outage.error, HINTS[name])
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 1.0)
 
-    def _after_redis_outage(self) -> None:
-        """Redis failed and we retry: it may have come back with lost data (AOF everysec, a wiped disk,
-        a configured server restarted empty); re-add what MongoDB has and the index lacks first."""
-        if self._repairing:
-            return
-        self._repairing = True
+    def _begin(self, name: str, exc: BaseException) -> Outage:
+        """Open an outage (once, whichever thread sees the first failure)."""
+        with self._recover_locks[name]:
+            outage = self.outages.get(name)
+            if outage is None:
+                outage = Outage(name, time.monotonic(), f"{type(exc).__name__}: {exc}")
+                self.outages[name] = outage
+                log.info("%s not answering (%s); retrying", SERVER_NAMES[name], outage.error)
+            return outage
+
+    def _recover(self, name: str) -> None:
+        """One step of recovery (one thread at a time): restart if due, probe, re-fill, close the outage."""
+        with self._recover_locks[name]:
+            outage = self.outages.get(name)
+            if outage is None:
+                return
+            now = time.monotonic()
+            if now - outage.last_restart >= RESTART_EVERY:
+                outage.last_restart = now
+                outage.restarts += self._restart(name)
+            if not self._answers(name):
+                return
+            refill = ""
+            if name == "redis":
+                outage.repairer = threading.get_ident()
+                try:
+                    refill = self._after_redis_outage()
+                except Exception as e:  # noqa: BLE001 - still down or failing: stay in the outage
+                    if not is_transient("redis", e) and not isinstance(e, StorageUnavailable):
+                        raise
+                    outage.error = f"{type(e).__name__}: {e}"
+                    return
+                finally:
+                    outage.repairer = None
+            del self.outages[name]
+            log.warning(outage.summary(refill))
+
+    def _answers(self, name: str) -> bool:
+        """One ping, no retries."""
         try:
-            self.reconcile_index()
-        except StorageUnavailable as e:
-            log.warning("index repair after a Redis outage failed: %s", e)
-        finally:
-            self._repairing = False
+            if name == "redis":
+                self.redis.ping()
+            else:
+                self.mongo.admin.command("ping")
+            return True
+        except Exception:  # noqa: BLE001 - any failure means "not yet"
+            return False
+
+    def _after_redis_outage(self) -> str:
+        """Redis is back: it may have lost data (AOF everysec, a wiped disk, a configured server restarted
+        empty); re-fill every index kind from MongoDB and this process's pages in flight, before any
+        other call. Returns what was done, for the outage's line."""
+        lost = self.index.count() is None
+        added = self.reconcile_index()
+        inflight = self._refill_inflight() if lost or added else 0
+        if not (lost or added or inflight):
+            return "index intact"
+        return f"data lost: index re-filled ({added} pages from MongoDB, {inflight} in flight)"
+
+    def _refill_inflight(self) -> int:
+        """Re-add the pages this process indexed but MongoDB may not hold yet (storage/dedup.py)."""
+        return 0
 
     def reconcile_index(self, exclude: set[str] | None = None) -> int:
         """Re-add what the index lost (storage/maintenance.py; nothing to do on a bare connection)."""
@@ -182,7 +290,12 @@ class Connection:
             raise StorageUnavailable("local spool", f"cannot write {self.spool.dir}: {e}",
                                      "free disk space or make var/ writable") from e
         self.spooled += 1
-        log.warning("%s: server unavailable, spooled to %s", op, path)
+        outage = self.outages.get("redis" if op in REDIS_OPS else "mongo")
+        if outage is not None:
+            outage.spooled += 1   # counted in the outage's one WARNING line
+            log.debug("%s: server unavailable, spooled to %s", op, path)
+        else:
+            log.warning("%s: server unavailable, spooled to %s", op, path)
 
     def ping(self) -> None:
         """Raise StorageUnavailable unless both servers answer (one attempt each, no retries)."""
@@ -211,7 +324,11 @@ class Connection:
         delete_matching(self.redis, [_glob(self.config.key_prefix) + "*"])
 
     def close(self) -> None:
-        """Close both connections (the embedded servers keep running for other processes)."""
+        """Close both connections (the embedded servers keep running for other processes); an outage
+        still open is said in its one WARNING line."""
+        for outage in list(self.outages.values()):
+            log.warning("%s; still unavailable when the store closed", outage.summary())
+        self.outages.clear()
         self.mongo.close()
         self.redis.close()
 
