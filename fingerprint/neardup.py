@@ -160,6 +160,9 @@ class DedupIndex(Protocol):
     def forget(self, doc: DedupDoc) -> None:
         """Undo a page's index entries (it turned out to be a copy after its claim)."""
 
+    def defer(self, doc: DedupDoc, why: str) -> None:
+        """Queue the page's whole decision to run again later (a lookup raised LookupUnavailable)."""
+
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
         """doc, a copy of old_id published earlier, becomes the original; old_id becomes its copy."""
 
@@ -187,8 +190,9 @@ class DedupEngine:
         else:
             try:
                 verdict = self._by_passages(doc)
-            except LookupUnavailable:
-                return Verdict("new", spooled=True)   # deferred, not decided: the index re-runs it later
+            except LookupUnavailable as e:
+                self.index.defer(doc, str(e))        # deferred, not decided: the index re-runs it later
+                return Verdict("new", spooled=True)
             if not verdict.is_duplicate:
                 return verdict
         return self._earliest_published(doc, verdict)
@@ -289,6 +293,9 @@ class MemoryDedupIndex:
                 ids.remove(doc.page_id)
         self.claims.pop(doc.page_id, None)
         self.kept.pop(doc.page_id, None)
+
+    def defer(self, doc: DedupDoc, why: str) -> None:
+        """Never called: an index in memory always answers."""
 
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
         """Swap the kept page: old_id out, doc in (with a fresh claim)."""

@@ -3,8 +3,9 @@ and the local spool that takes writes when a server stays away."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import time
 from collections import OrderedDict
 from typing import Any, Callable, Self, TypeVar
@@ -35,7 +36,10 @@ SERVER_ERRORS = MONGO_ERRORS + REDIS_ERRORS  # a server went away (callers outsi
 # replies of a Redis that is there but cannot serve now: retried like a connection failure
 REDIS_TRANSIENT_REPLIES = ("MISCONF", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN",
                            "MOVED", "ASK", "NOREPLICAS", "OOM")
+# the error code opens the reply, or follows a '-' when a Lua script relays it ("Error running script ...: -READONLY")
+_TRANSIENT_REPLY = re.compile(r"(?:^|\s-)(?:%s)\b" % "|".join(REDIS_TRANSIENT_REPLIES))
 RESTART_EVERY = 1.0  # seconds between restart attempts of a dead embedded server, for as long as it is down
+SETTLE = 2.0         # an outage is only over (and reported) after this long without a new failure
 
 
 def is_transient(name: str, exc: BaseException) -> bool:
@@ -44,7 +48,7 @@ def is_transient(name: str, exc: BaseException) -> bool:
         return isinstance(exc, MONGO_ERRORS)
     if isinstance(exc, REDIS_ERRORS):
         return True
-    return isinstance(exc, ResponseError) and str(exc).split(" ", 1)[0].upper() in REDIS_TRANSIENT_REPLIES
+    return isinstance(exc, ResponseError) and _TRANSIENT_REPLY.search(str(exc)) is not None
 
 
 @dataclass
@@ -61,13 +65,16 @@ class Outage:
     spooled: int = 0
     repairer: int | None = None  # thread re-filling the index (its calls go straight through)
 
-    def summary(self, refill: str = "") -> str:
+    recovered: float = 0.0      # when it answered again (the outage settles SETTLE s later)
+    refills: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
         """The one line a person reads: how long, what was done, what it cost."""
-        took = time.monotonic() - self.since
-        parts = [f"{SERVER_NAMES[self.server]} was unavailable for {took:.1f} s ({self.error})",
+        took = (self.recovered or time.monotonic()) - self.since
+        error = self.error.splitlines()[0][:160]
+        parts = [f"{SERVER_NAMES[self.server]} was unavailable for {took:.1f} s ({error})",
                  f"restarted {self.restarts} time(s)" if self.restarts else "not restarted by us"]
-        if refill:
-            parts.append(refill)
+        parts += list(dict.fromkeys(self.refills))
         what = "checks" if self.server == "redis" else "writes"
         parts.append(f"{self.spooled} {what} spooled for replay" if self.spooled else f"no {what} spooled")
         return "; ".join(parts)
@@ -127,7 +134,8 @@ class Connection:
         self.spooled = 0
         self._restart_lock = threading.Lock()
         self._recover_locks = {"mongo": threading.RLock(), "redis": threading.RLock()}
-        self.outages: dict[str, Outage] = {}
+        self.outages: dict[str, Outage] = {}    # down: calls go through _recover
+        self._settling: dict[str, Outage] = {}  # answering again; reported once SETTLE s pass without a failure
         # pages this process indexed whose MongoDB save may still be on its way: re-added after a Redis
         # data loss (MongoDB, the refill's source, does not have them yet)
         self.inflight: OrderedDict[str, tuple[str, int, tuple[int, ...], bytes | None]] = OrderedDict()
@@ -190,6 +198,7 @@ class Connection:
         start = time.monotonic()
         deadline: float | None = None
         delay = 0.05
+        self._settle(name, start)
         while True:
             outage = self.outages.get(name)
             if outage is not None and outage.repairer == threading.get_ident():
@@ -220,10 +229,22 @@ class Connection:
         with self._recover_locks[name]:
             outage = self.outages.get(name)
             if outage is None:
-                outage = Outage(name, time.monotonic(), f"{type(exc).__name__}: {exc}")
+                outage = self._settling.pop(name, None)   # failing again soon after: the same outage
+                if outage is None:
+                    outage = Outage(name, time.monotonic(), f"{type(exc).__name__}: {exc}")
+                    log.info("%s not answering (%s); retrying", SERVER_NAMES[name], outage.error)
+                outage.recovered = 0.0
                 self.outages[name] = outage
-                log.info("%s not answering (%s); retrying", SERVER_NAMES[name], outage.error)
             return outage
+
+    def _settle(self, name: str, now: float) -> None:
+        """Report an outage once its server has answered for SETTLE s (one WARNING line)."""
+        outage = self._settling.get(name)
+        if outage is not None and now - outage.recovered >= SETTLE:
+            with self._recover_locks[name]:
+                if self._settling.get(name) is outage:
+                    del self._settling[name]
+                    log.warning(outage.summary())
 
     def _recover(self, name: str) -> None:
         """One step of recovery (one thread at a time): restart if due, probe, re-fill, close the outage."""
@@ -237,11 +258,10 @@ class Connection:
                 outage.restarts += self._restart(name)
             if not self._answers(name):
                 return
-            refill = ""
             if name == "redis":
                 outage.repairer = threading.get_ident()
                 try:
-                    refill = self._after_redis_outage()
+                    outage.refills.append(self._after_redis_outage())
                 except Exception as e:  # noqa: BLE001 - still down or failing: stay in the outage
                     if not is_transient("redis", e) and not isinstance(e, StorageUnavailable):
                         raise
@@ -250,7 +270,8 @@ class Connection:
                 finally:
                     outage.repairer = None
             del self.outages[name]
-            log.warning(outage.summary(refill))
+            outage.recovered = time.monotonic()
+            self._settling[name] = outage
 
     def _answers(self, name: str) -> bool:
         """One ping, no retries."""
@@ -290,7 +311,8 @@ class Connection:
             raise StorageUnavailable("local spool", f"cannot write {self.spool.dir}: {e}",
                                      "free disk space or make var/ writable") from e
         self.spooled += 1
-        outage = self.outages.get("redis" if op in REDIS_OPS else "mongo")
+        server = "redis" if op in REDIS_OPS else "mongo"
+        outage = self.outages.get(server) or self._settling.get(server)
         if outage is not None:
             outage.spooled += 1   # counted in the outage's one WARNING line
             log.debug("%s: server unavailable, spooled to %s", op, path)
@@ -328,7 +350,10 @@ class Connection:
         still open is said in its one WARNING line."""
         for outage in list(self.outages.values()):
             log.warning("%s; still unavailable when the store closed", outage.summary())
+        for outage in list(self._settling.values()):
+            log.warning(outage.summary())
         self.outages.clear()
+        self._settling.clear()
         self.mongo.close()
         self.redis.close()
 

@@ -4,8 +4,8 @@ The decision itself lives in fingerprint.neardup.DedupEngine; this adapter only 
 keys and texts are: exact hashes and SimHash block tables in one Lua check-and-insert, passage sketches
 with an atomic ordered claim, texts and publish dates from MongoDB.
 
-A lookup that fails (a server away) is never a miss: the page's whole decision is queued in the spool
-(`recheck`) and neardup.LookupUnavailable tells the engine to keep the page for now.
+A lookup that fails (a server away) is never a miss: it raises neardup.LookupUnavailable, the engine keeps
+the page for now and calls `defer`, which queues the page's whole decision in the spool (`recheck`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import logging
 import time
 import zlib
 from collections import OrderedDict
-from typing import Any, NoReturn
+from typing import Any
 
 from fingerprint.neardup import DedupDoc, IndexHit, LookupUnavailable, Verdict, publish_date
 
@@ -59,7 +59,7 @@ class RedisDedupIndex:
             self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id), text, ex=TEXT_TTL)
             return self.store.claim_sketch(doc.page_id, list(doc.sketch), min_shared)
         except StorageUnavailable as e:
-            self._defer(doc.page_id, f"passage claim: {e.detail}")
+            raise LookupUnavailable(f"passage claim: {e.detail}") from e
 
     def text_of(self, page_id: str) -> str | None:
         """The kept page's text: from its claim while the page may be in flight, else from MongoDB.
@@ -112,10 +112,9 @@ class RedisDedupIndex:
         self._remember(doc)
         self._in_flight(doc)
 
-    def _defer(self, page_id: str, why: str) -> NoReturn:
-        """Queue the page's whole decision for the spool replay and tell the engine (never a silent miss)."""
-        self.store._spool("recheck", page_id=page_id, k=self.k, why=why)
-        raise LookupUnavailable(why)
+    def defer(self, doc: DedupDoc, why: str) -> None:
+        """Queue the page's whole decision for the spool replay (a failed lookup is never a miss)."""
+        self.store._spool("recheck", page_id=doc.page_id, k=self.k, why=why)
 
     def _remember(self, doc: DedupDoc) -> None:
         self._recent[doc.page_id] = (doc.url, doc.published)
