@@ -314,4 +314,5 @@ def is_near_duplicate(a: str, b: str, params: NearDupParams | None = None) -> Ve
 
 
 __all__ = ["DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "LookupUnavailable", "MAX_K", "MemoryDedupIndex",
-           "NearDupParams", "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_coverage", "sketch"]
+           "NearDupParams", "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_coverage",
+           "sketch"]

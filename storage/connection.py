@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from dataclasses import dataclass, field
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any, Callable, Self, TypeVar
 
 import pymongo
@@ -71,7 +71,7 @@ class Outage:
     def summary(self) -> str:
         """The one line a person reads: how long, what was done, what it cost."""
         took = (self.recovered or time.monotonic()) - self.since
-        error = self.error.splitlines()[0][:160]
+        error = self.error.splitlines()[0].split(" (configured timeouts")[0][:160]
         parts = [f"{SERVER_NAMES[self.server]} was unavailable for {took:.1f} s ({error})",
                  f"restarted {self.restarts} time(s)" if self.restarts else "not restarted by us"]
         parts += list(dict.fromkeys(self.refills))
@@ -139,6 +139,7 @@ class Connection:
         # pages this process indexed whose MongoDB save may still be on its way: re-added after a Redis
         # data loss (MongoDB, the refill's source, does not have them yet)
         self.inflight: OrderedDict[str, tuple[str, int, tuple[int, ...], bytes | None]] = OrderedDict()
+        self.inflight_lock = threading.Lock()
         self._connect_mongo()
         self._connect_redis()
 
@@ -246,14 +247,14 @@ class Connection:
                     del self._settling[name]
                     log.warning(outage.summary())
 
-    def _recover(self, name: str) -> None:
+    def _recover(self, name: str, force: bool = False) -> None:
         """One step of recovery (one thread at a time): restart if due, probe, re-fill, close the outage."""
         with self._recover_locks[name]:
             outage = self.outages.get(name)
             if outage is None:
                 return
             now = time.monotonic()
-            if now - outage.last_restart >= RESTART_EVERY:
+            if force or now - outage.last_restart >= RESTART_EVERY:
                 outage.last_restart = now
                 outage.restarts += self._restart(name)
             if not self._answers(name):
@@ -348,6 +349,11 @@ class Connection:
     def close(self) -> None:
         """Close both connections (the embedded servers keep running for other processes); an outage
         still open is said in its one WARNING line."""
+        for name in list(self.outages):
+            try:
+                self._recover(name, force=True)   # leave an embedded server running after the run
+            except Exception as e:  # noqa: BLE001 - closing: say it, never raise
+                log.info("last recovery attempt of %s failed: %s", SERVER_NAMES[name], e)
         for outage in list(self.outages.values()):
             log.warning("%s; still unavailable when the store closed", outage.summary())
         for outage in list(self._settling.values()):

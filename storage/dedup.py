@@ -62,13 +62,14 @@ class DedupStore(Connection):
     def _refill_inflight(self) -> int:
         """After a Redis data loss: re-add the pages this process indexed that MongoDB does not hold yet
         (their save is on its way), with their sketches and claimed texts; returns how many."""
-        if not self.inflight:
+        with self.inflight_lock:
+            entries = dict(self.inflight)
+        if not entries:
             return 0
-        ids = list(self.inflight)
-        saved = self._retry("mongo", list, self.pages.find({"_id": {"$in": [to_oid(i) for i in ids]}}, {"_id": 1}))
-        for d in saved:
-            self.inflight.pop(str(d["_id"]), None)
-        missing = list(self.inflight.items())
+        query = {"_id": {"$in": [to_oid(i) for i in entries]}}
+        for d in self._retry("mongo", list, self.pages.find(query, {"_id": 1})):
+            entries.pop(str(d["_id"]), None)
+        missing = list(entries.items())
         self._retry("redis", self.index.add_many, ((pid, e[0], e[1]) for pid, e in missing))
         for pid, (_, _, sketch, text) in missing:
             if sketch:

@@ -52,9 +52,10 @@ class RedisDedupIndex:
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """The store's atomic sketch claim, after the page's text: whoever sees the claim can verify it."""
         text = zlib.compress(doc.text.encode("utf-8"))
-        entry = self.store.inflight.get(doc.page_id)
-        if entry is not None:
-            self.store.inflight[doc.page_id] = entry[:3] + (text,)
+        with self.store.inflight_lock:
+            entry = self.store.inflight.get(doc.page_id)
+            if entry is not None:
+                self.store.inflight[doc.page_id] = entry[:3] + (text,)
         try:
             self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id), text, ex=TEXT_TTL)
             return self.store.claim_sketch(doc.page_id, list(doc.sketch), min_shared)
@@ -100,12 +101,14 @@ class RedisDedupIndex:
         self.store.forget_copy(doc.page_id, doc.content_hash, doc.simhash, list(doc.sketch))
         self.store._retry("redis", self.store.redis.delete, text_key(self.store, doc.page_id))
         self._recent.pop(doc.page_id, None)
-        self.store.inflight.pop(doc.page_id, None)
+        with self.store.inflight_lock:
+            self.store.inflight.pop(doc.page_id, None)
 
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
         """The store moves old_id's page to duplicates and gives its index entries to doc."""
         method = "exact" if verdict.method == "exact" else "passages" if verdict.method == "passages" else "near"
-        self.store.inflight.pop(old_id, None)
+        with self.store.inflight_lock:
+            self.store.inflight.pop(old_id, None)
         self.store.replace_original(old_id, {"id": doc.page_id, "url": doc.url, "content_hash": doc.content_hash,
                                              "simhash": doc.simhash, "sketch": list(doc.sketch)},
                                     method, verdict.distance, verdict.coverage)
@@ -123,10 +126,11 @@ class RedisDedupIndex:
 
     def _in_flight(self, doc: DedupDoc) -> None:
         """Keep what a Redis refill needs until MongoDB surely has the page (the last INFLIGHT pages)."""
-        inflight = self.store.inflight
-        inflight[doc.page_id] = (doc.content_hash, doc.simhash, tuple(doc.sketch), None)
-        while len(inflight) > INFLIGHT:
-            inflight.popitem(last=False)
+        with self.store.inflight_lock:
+            inflight = self.store.inflight
+            inflight[doc.page_id] = (doc.content_hash, doc.simhash, tuple(doc.sketch), None)
+            while len(inflight) > INFLIGHT:
+                inflight.popitem(last=False)
 
     def _page_or_none(self, page_id: str) -> dict | None:
         try:

@@ -14,10 +14,10 @@ from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams, Verdict, p
 from .catalog import SourceStore
 from .connection import COLLECTIONS
 from .dedup import DedupStore
+from .dedup_index import RedisDedupIndex
 from .errors import StorageUnavailable
 from .matches import MatchStore
 from .pages import PageStore
-from .dedup_index import RedisDedupIndex
 from .redis_index import used_memory
 from .runs import RunStore
 from .schema import now, to_date, to_oid, to_unsigned64

@@ -358,12 +358,38 @@ def stored(var: Path, db: str) -> int:
         client.close()
 
 
-def wipe_redis(var: Path) -> None:
-    """Delete the embedded Redis's data (it comes back empty)."""
+def _exchange(a: Path, b: Path) -> None:
+    """Swap two paths atomically (renameat2 RENAME_EXCHANGE): a restart never sees neither."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(-100, bytes(a), -100, bytes(b), 2) != 0:   # AT_FDCWD, RENAME_EXCHANGE
+        raise OSError(ctypes.get_errno(), f"cannot exchange {a} and {b}")
+
+
+class HeldDown:
+    """Keep embedded servers from restarting (a file where their data directory was) until released,
+    so an outage lasts longer than the crawl's retry window; release puts the data back."""
+
+    def __init__(self, var: Path, names: list[str]) -> None:
+        self.var, self.names = var, names
+        for name in names:
+            (var / f"{name}.block").write_text("held down by the fault suite")
+            _exchange(var / name, var / f"{name}.block")
+
+    def release(self) -> None:
+        """Put the data directories back (the next restart attempt succeeds)."""
+        for name in self.names:
+            _exchange(self.var / name, self.var / f"{name}.block")
+            (self.var / f"{name}.block").unlink()
+
+
+def wipe_redis(var: Path, where: str = "redis") -> None:
+    """Delete the embedded Redis's data (it comes back empty); `where` is its directory under var."""
     import shutil
 
-    shutil.rmtree(var / "redis", ignore_errors=True)
-    (var / "redis").mkdir()
+    shutil.rmtree(var / where, ignore_errors=True)
+    (var / where).mkdir()
 
 
 def run_fault_scenario(var: Path, db: str, sites: NewsSites, workdir: Path, scenario: str, seed: int,
@@ -373,7 +399,7 @@ def run_fault_scenario(var: Path, db: str, sites: NewsSites, workdir: Path, scen
     from storage import StoreConfig, open_store
 
     rng = random.Random(seed)
-    store = {"retry_seconds": 1.0, **(store or {})}
+    store = {"retry_seconds": 0.5, **(store or {})}
     env = crawl_env(var_dir=var, db=db)
     first = CrawlProc(sites.start_urls, env, workdir / f"{scenario}-{seed}-1.log", store=store)
     at = rng.randint(3, max(4, len(sites.expected.groups) // 2))
@@ -381,12 +407,16 @@ def run_fault_scenario(var: Path, db: str, sites: NewsSites, workdir: Path, scen
     time.sleep(rng.uniform(0.0, 0.4))
     victims = {"mongo": ["mongo"], "redis": ["redis"], "redis_wipe": ["redis"], "both": ["mongo", "redis"],
                "crawler_and_server": [rng.choice(["mongo", "redis"])]}[scenario]
+    hold = rng.uniform(0.5, 3.0)   # the servers stay down this long: longer than the retry window
     if scenario == "crawler_and_server":
         first.signal(signal.SIGKILL)
+    held = HeldDown(var, victims)
     for name in victims:
         sigkill(var, name)
     if scenario == "redis_wipe":
-        wipe_redis(var)
+        wipe_redis(var, "redis.block")   # the data, while a file holds its place
+    time.sleep(hold)
+    held.release()
     if scenario == "crawler_and_server":
         first.kill()
     else:
@@ -397,7 +427,7 @@ def run_fault_scenario(var: Path, db: str, sites: NewsSites, workdir: Path, scen
         counts = assert_every_story_once(st, sites.expected)
         health = st.index_health()
         assert health["simhash"]["redis"] == health["simhash"]["mongo"], health
-        counts.update(killed_at=at, victims="+".join(victims), index=health["simhash"]["redis"],
+        counts.update(killed_at=at, held=round(hold, 2), victims="+".join(victims), index=health["simhash"]["redis"],
                       spool_left=st.spool.count(), outage_lines=_outage_lines(first.log))
     assert counts["spool_left"] == 0
     return counts

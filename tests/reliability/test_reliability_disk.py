@@ -136,6 +136,9 @@ def test_mongodb_down_and_spool_disk_full_stops_then_resumes(private, mount, sit
     log = first.log
     assert f"cannot write {spool_fs / 'var' / 'spool'}" in log, log[-3000:]
     assert "'finish_reason': 'storage_unavailable'" in log
+    assert log.count("stopping the crawl") == 1       # one clear error, no traceback per page
+    assert "Error processing" not in log and "Traceback" not in log, log[-5000:]
+    assert "zhdedup summary for spider" in log        # the summary survives (stats hold numbers)
     srv.ensure(private, "mongo")
     filler.unlink()
     second = CrawlProc(sites.start_urls, env, tmp_path / "2.log", job)
