@@ -15,7 +15,7 @@ from fingerprint.cliparser import OneLineParser
 from . import listing
 from . import servers as srv
 from .config import StoreConfig
-from .connection import COLLECTIONS
+from .connection import COLLECTIONS, spool_dir
 from .errors import StorageError, mask_credentials
 from .spool import Spool
 from .store import Store, open_store
@@ -44,7 +44,7 @@ def _status(config: StoreConfig) -> dict[str, Any]:
                 out[name]["error"] = "not running (starts on the next crawl or admin start)" if not configured \
                     else "not answering"
         out["counts"] = _mongo_counts(config, mongo_uri) if out["mongo"]["ok"] else None
-        out["spool"] = {"entries": Spool(config.spool_dir).count(), "dir": str(config.spool_dir)}
+        out["spool"] = {"entries": Spool(spool_dir(config)).count(), "dir": str(spool_dir(config))}
     for name in ("mongo", "redis"):
         if out[name]["embedded"]:
             out[name]["pid"] = embedded[name]["pid"]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Self, TypeVar
+from urllib.parse import urlsplit
 
 import pymongo
 import redis
@@ -64,7 +67,6 @@ class Outage:
     gave_up: bool = False       # a call ran out of retry budget: later calls try once and spool
     spooled: int = 0
     repairer: int | None = None  # thread re-filling the index (its calls go straight through)
-
     recovered: float = 0.0      # when it answered again (the outage settles SETTLE s later)
     refills: list[str] = field(default_factory=list)
 
@@ -80,6 +82,25 @@ class Outage:
         return "; ".join(parts)
 
 
+def _port_open(uri: str, timeout: float = 0.5) -> bool:
+    """True unless the URI's first host refuses a TCP connection (unparsable URIs: True, let the ping say)."""
+    try:
+        if uri.startswith("mongodb"):
+            host, port = pymongo.uri_parser.parse_uri(uri)["nodelist"][0]
+        else:
+            parsed = urlsplit(uri)
+            host, port = parsed.hostname, parsed.port or 6379
+        if not host or str(host).startswith("/"):
+            return True
+    except (ValueError, IndexError, pymongo.errors.PyMongoError):
+        return True
+    try:
+        socket.create_connection((host, port), timeout).close()
+        return True
+    except OSError:
+        return False
+
+
 def server_of(exc: BaseException) -> str:
     """Which server a connection error came from, as people name it."""
     return "MongoDB" if isinstance(exc, MONGO_ERRORS) else "Redis"
@@ -90,7 +111,6 @@ HINTS = {
              "(start MongoDB with `mongod`)",
 }
 SERVER_NAMES = {"redis": "Redis", "mongo": "MongoDB"}
-REDIS_OPS = ("index", "recheck")  # spool operations that wait for Redis (the rest wait for MongoDB)
 COLLECTIONS = ("pages", "duplicates", "sources", "matches", "runs")
 
 
@@ -122,6 +142,11 @@ def is_cluster_url(url: str, timeout: float = 2.0) -> bool:
         probe.close()
 
 
+def spool_dir(config: StoreConfig) -> Path:
+    """This database's spool (one directory per database: a replay never writes into another one)."""
+    return config.spool_dir / config.db_name
+
+
 class Connection:
     """Both clients, their collections and indexes, and the retry/restart/spool policy every write uses."""
 
@@ -130,7 +155,7 @@ class Connection:
         self.mongo_uri = mongo_uri
         self.redis_url = redis_url
         self.embedded = embedded
-        self.spool = Spool(config.spool_dir)
+        self.spool = Spool(spool_dir(config))
         self.spooled = 0
         self._restart_lock = threading.Lock()
         self._recover_locks = {"mongo": threading.RLock(), "redis": threading.RLock()}
@@ -184,7 +209,12 @@ class Connection:
             old.disconnect()
             self.redis_url = info.uri
         elif name == "mongo" and info.uri != self.mongo_uri:
-            log.warning("the embedded MongoDB came back on another port (%s); open the store again", info.uri)
+            # its old port was taken: reconnect (collections are looked up on self at every call)
+            log.info("the embedded MongoDB came back on another port; reconnecting")
+            old_client = self.mongo
+            self.mongo_uri = info.uri
+            self._connect_mongo()
+            old_client.close()
         return True
 
     def _retry(self, name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -275,7 +305,9 @@ class Connection:
             self._settling[name] = outage
 
     def _answers(self, name: str) -> bool:
-        """One ping, no retries."""
+        """One ping, no retries (a refused TCP connection answers at once, without a server-selection wait)."""
+        if not _port_open(self.redis_url if name == "redis" else self.mongo_uri):
+            return False
         try:
             if name == "redis":
                 self.redis.ping()
@@ -312,13 +344,23 @@ class Connection:
             raise StorageUnavailable("local spool", f"cannot write {self.spool.dir}: {e}",
                                      "free disk space or make var/ writable") from e
         self.spooled += 1
-        server = "redis" if op in REDIS_OPS else "mongo"
-        outage = self.outages.get(server) or self._settling.get(server)
+        outage = self._outage_of(op)
         if outage is not None:
             outage.spooled += 1   # counted in the outage's one WARNING line
             log.debug("%s: server unavailable, spooled to %s", op, path)
+        elif op == "recheck":     # a lookup that could not be answered yet, not an outage
+            log.info("page %s: dedup decision deferred (%s), spooled to %s", args.get("page_id"), args.get("why"), path)
         else:
             log.warning("%s: server unavailable, spooled to %s", op, path)
+
+    def _outage_of(self, op: str) -> Outage | None:
+        """The outage that made op spool (a recheck may wait for either server)."""
+        servers = ("mongo", "redis") if op == "recheck" else ("redis",) if op == "index" else ("mongo",)
+        for server in servers:
+            outage = self.outages.get(server) or self._settling.get(server)
+            if outage is not None:
+                return outage
+        return None
 
     def ping(self) -> None:
         """Raise StorageUnavailable unless both servers answer (one attempt each, no retries)."""

@@ -86,6 +86,7 @@ def test_full_jobdir_stops_the_crawl_and_the_same_command_resumes(store, mount, 
     assert f"cannot write the crawl state to {disk / 'job'}" in log, log[-3000:]
     assert "No space left on device" in log or "disk full" in log
     assert "'finish_reason': 'jobdir_unwritable'" in log
+    assert log.count("cannot write the crawl state") == 1 and "Traceback" not in log, log[-5000:]
     stored_first = store.pages.count_documents({})
     assert stored_first < len(sites.expected.groups), "the disk filled too late to test anything"
     filler.unlink()

@@ -93,7 +93,7 @@ def test_redis_down_for_the_rest_of_the_crawl_spools_then_replays(var, db, sites
     proc = run_with_kill(var, db, sites, tmp_path, "redis", store={"retry_seconds": 0.5, "auto_restart": False})
     assert "spooled" in proc.log
     assert not srv.info(var, "redis").running
-    assert list((var / "spool").glob("*.jsonl")), "nothing spooled"
+    assert list((var / "spool").rglob("*.jsonl")), "nothing spooled"
     shutil.rmtree(var / "redis", ignore_errors=True)
     srv.ensure(var, "redis")
     with final_store(var, db) as st:

@@ -156,12 +156,12 @@ def test_down_at_start_gives_one_clear_message(var, tmp_path):
 def test_torn_spool_line_is_kept_aside(store):
     from bson import json_util
 
-    store.config.spool_dir.mkdir(parents=True, exist_ok=True)
+    store.spool.dir.mkdir(parents=True, exist_ok=True)
     good = json_util.dumps({"op": "save_page", "args": {"doc": {"_id": "p1", "url": "http://t/p1", "text": "正文"}}})
-    (store.config.spool_dir / "other-1-1.jsonl").write_text(good + "\n" + good[:20])  # crash mid-write
+    (store.spool.dir / "other-1-1.jsonl").write_text(good + "\n" + good[:20])  # crash mid-write
     stats = store.replay_spool()
     assert stats["replayed"] == 1 and store.get_page("p1")["text"] == "正文"
-    bad = list(store.config.spool_dir.glob("*.bad"))
+    bad = list(store.spool.dir.glob("*.bad"))
     assert len(bad) == 1 and bad[0].read_text().strip() == good[:20].strip()
     assert store.spool.count() == 0
 
