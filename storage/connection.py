@@ -165,6 +165,7 @@ class Connection:
         # data loss (MongoDB, the refill's source, does not have them yet)
         self.inflight: OrderedDict[str, tuple[str, int, tuple[int, ...], bytes | None]] = OrderedDict()
         self.inflight_lock = threading.Lock()
+        self.undecided: set[str] = set()   # pages kept with their dedup decision in the spool: not re-indexed
         self._connect_mongo()
         self._connect_redis()
 
@@ -322,7 +323,7 @@ class Connection:
         empty); re-fill every index kind from MongoDB and this process's pages in flight, before any
         other call. Returns what was done, for the outage's line."""
         lost = self.index.count() is None
-        added = self.reconcile_index()
+        added = self.reconcile_index(exclude=self.undecided)   # the spool replay decides those
         inflight = self._refill_inflight() if lost or added else 0
         if not (lost or added or inflight):
             return "index intact"
@@ -344,6 +345,8 @@ class Connection:
             raise StorageUnavailable("local spool", f"cannot write {self.spool.dir}: {e}",
                                      "free disk space or make var/ writable") from e
         self.spooled += 1
+        if op in ("index", "recheck"):
+            self.undecided.add(str(args.get("page_id")))
         outage = self._outage_of(op)
         if outage is not None:
             outage.spooled += 1   # counted in the outage's one WARNING line

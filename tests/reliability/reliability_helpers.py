@@ -302,7 +302,8 @@ def assert_every_story_once(store, expected: Expected) -> dict[str, Any]:
     known = {u for urls in expected.groups.values() for u in urls}
     extra = (set(page_urls) | set(dup_urls)) - known
     assert not problems and not extra, "\n".join(problems + [f"unexpected: {sorted(extra)}"])
-    assert len(page_urls) + len(dup_urls) == expected.pages
+    missing = known - set(page_urls) - set(dup_urls)
+    assert not missing, f"neither stored nor recorded as a copy: {sorted(missing)}"
     return {"pages": len(page_urls), "duplicates": len(dup_urls)}
 
 
