@@ -399,7 +399,7 @@ def run_fault_scenario(var: Path, db: str, sites: NewsSites, workdir: Path, scen
     returns the final counts (and fails unless every story is stored once and every copy recorded)."""
     from storage import StoreConfig, open_store
 
-    rng = random.Random(seed)
+    rng = random.Random(f"{scenario}-{seed}")   # a different moment per scenario, the same on every run
     store = {"retry_seconds": 0.5, **(store or {})}
     env = crawl_env(var_dir=var, db=db)
     first = CrawlProc(sites.start_urls, env, workdir / f"{scenario}-{seed}-1.log", store=store)
