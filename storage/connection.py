@@ -165,6 +165,7 @@ class Connection:
         # data loss (MongoDB, the refill's source, does not have them yet)
         self.inflight: OrderedDict[str, tuple[str, int, tuple[int, ...], bytes | None]] = OrderedDict()
         self.inflight_lock = threading.Lock()
+        self._old_clients: list[pymongo.MongoClient] = []
         self.undecided: set[str] = set()   # pages kept with their dedup decision in the spool: not re-indexed
         self._connect_mongo()
         self._connect_redis()
@@ -212,10 +213,9 @@ class Connection:
         elif name == "mongo" and info.uri != self.mongo_uri:
             # its old port was taken: reconnect (collections are looked up on self at every call)
             log.info("the embedded MongoDB came back on another port; reconnecting")
-            old_client = self.mongo
+            self._old_clients.append(self.mongo)   # other threads may still hold it: closed with the store
             self.mongo_uri = info.uri
             self._connect_mongo()
-            old_client.close()
         return True
 
     def _retry(self, name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -405,6 +405,8 @@ class Connection:
             log.warning(outage.summary())
         self.outages.clear()
         self._settling.clear()
+        for client in self._old_clients:
+            client.close()
         self.mongo.close()
         self.redis.close()
 
