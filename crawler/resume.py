@@ -232,6 +232,16 @@ def recover(journal: Journal) -> tuple[dict[str, str], int]:
     return st.pending, size
 
 
+def _skip_state_file(crawler) -> None:
+    """Scrapy's SpiderState would write JOBDIR/spider.state on close and fail the same way (a traceback
+    after our one error): the previous state file stays, the journal is what resumes."""
+    from scrapy.extensions.spiderstate import SpiderState
+
+    for ext in getattr(getattr(crawler, "extensions", None), "middlewares", ()):
+        if isinstance(ext, SpiderState):
+            ext.jobdir = None
+
+
 def _exit_clearly(message: str) -> None:
     """Stop before anything was fetched: one line saying what and where, exit code 2, no traceback."""
     logger.critical(message)
@@ -336,6 +346,7 @@ class ResumableScheduler(Scheduler):
         self.stats.set_value(stats.failed("jobdir_unwritable"), 1)
         if self.journal is not None:
             self.journal.broken = True
+        _skip_state_file(self.crawler)
         engine = self.crawler.engine
         if engine is not None:
             from scrapy.utils.defer import deferred_from_coro

@@ -107,6 +107,11 @@ class DedupDoc:
         return cls(page_id, text, fp.content_hash, int(fp.simhash), tuple(sketch(text, size)), **extra)  # type: ignore[arg-type]
 
 
+class LookupUnavailable(Exception):
+    """The index could not answer a lookup (a server away): the page is kept for now and its whole decision
+    runs again later (the index has queued it); a failed lookup never makes a page "new"."""
+
+
 @dataclass(frozen=True)
 class IndexHit:
     """What an index's check-and-insert found: kind "new" | "exact" | "near", the original, the distance."""
@@ -147,13 +152,16 @@ class DedupIndex(Protocol):
         """Add the page's sketch; (its claim number, [(kept page, shared values, its claim number)])."""
 
     def text_of(self, page_id: str) -> str | None:
-        """A kept page's text (None when it is not known)."""
+        """A kept page's text (None when there is no such page; LookupUnavailable when it cannot be read now)."""
 
     def published_of(self, page_id: str) -> dt.date | None:
         """A kept page's publish date (None when unknown)."""
 
     def forget(self, doc: DedupDoc) -> None:
         """Undo a page's index entries (it turned out to be a copy after its claim)."""
+
+    def defer(self, doc: DedupDoc, why: str) -> None:
+        """Queue the page's whole decision to run again later (a lookup raised LookupUnavailable)."""
 
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
         """doc, a copy of old_id published earlier, becomes the original; old_id becomes its copy."""
@@ -180,7 +188,11 @@ class DedupEngine:
         elif hit.spooled or not (self.params.passages and doc.sketch):
             return Verdict("new", spooled=hit.spooled)
         else:
-            verdict = self._by_passages(doc)
+            try:
+                verdict = self._by_passages(doc)
+            except LookupUnavailable as e:
+                self.index.defer(doc, str(e))        # deferred, not decided: the index re-runs it later
+                return Verdict("new", spooled=True)
             if not verdict.is_duplicate:
                 return verdict
         return self._earliest_published(doc, verdict)
@@ -282,6 +294,9 @@ class MemoryDedupIndex:
         self.claims.pop(doc.page_id, None)
         self.kept.pop(doc.page_id, None)
 
+    def defer(self, doc: DedupDoc, why: str) -> None:
+        """Never called: an index in memory always answers."""
+
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
         """Swap the kept page: old_id out, doc in (with a fresh claim)."""
         old = self.kept.get(old_id)
@@ -298,5 +313,6 @@ def is_near_duplicate(a: str, b: str, params: NearDupParams | None = None) -> Ve
     return engine.decide(DedupDoc.of("b", b, engine.params))
 
 
-__all__ = ["DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "MAX_K", "MemoryDedupIndex", "NearDupParams",
-           "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_coverage", "sketch"]
+__all__ = ["DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "LookupUnavailable", "MAX_K", "MemoryDedupIndex",
+           "NearDupParams", "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_coverage",
+           "sketch"]

@@ -15,7 +15,9 @@ from fingerprint.cliparser import OneLineParser
 from . import listing
 from . import servers as srv
 from .config import StoreConfig
+from .connection import COLLECTIONS, spool_dir
 from .errors import StorageError, mask_credentials
+from .spool import Spool
 from .store import Store, open_store
 
 
@@ -26,7 +28,7 @@ def _status(config: StoreConfig) -> dict[str, Any]:
     redis_url = config.redis_url or embedded["redis"]["uri"]
     base = {"var_dir": str(config.var_path), "db_name": config.db_name, "key_prefix": config.key_prefix}
     if (config.mongo_uri or embedded["mongo"]["running"]) and (config.redis_url or embedded["redis"]["running"]):
-        store = Store(config.with_(timeout_seconds=1.0, retry_seconds=0), mongo_uri, redis_url,
+        store = Store(config.with_(timeout_seconds=1.0, retry_seconds=0, auto_restart=False), mongo_uri, redis_url,
                       {"mongo": not config.mongo_uri, "redis": not config.redis_url})
         try:
             out = store.status()
@@ -41,11 +43,26 @@ def _status(config: StoreConfig) -> dict[str, Any]:
             if not ok:
                 out[name]["error"] = "not running (starts on the next crawl or admin start)" if not configured \
                     else "not answering"
+        out["counts"] = _mongo_counts(config, mongo_uri) if out["mongo"]["ok"] else None
+        out["spool"] = {"entries": Spool(spool_dir(config)).count(), "dir": str(spool_dir(config))}
     for name in ("mongo", "redis"):
         if out[name]["embedded"]:
             out[name]["pid"] = embedded[name]["pid"]
             out[name]["log"] = embedded[name]["log"]
     return out
+
+
+def _mongo_counts(config: StoreConfig, uri: str) -> dict[str, int] | None:
+    """Documents per collection from MongoDB alone (Redis may be down: each server reports what it can)."""
+    import pymongo
+
+    client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=1000)
+    try:
+        return {n: client[config.db_name][n].count_documents({}) for n in COLLECTIONS}
+    except pymongo.errors.PyMongoError:
+        return None
+    finally:
+        client.close()
 
 
 def _answers(name: str, uri: str) -> bool:

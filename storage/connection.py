@@ -3,16 +3,23 @@ and the local spool that takes writes when a server stays away."""
 from __future__ import annotations
 
 import logging
+import re
+import socket
 import threading
 import time
+from collections import OrderedDict
+from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Callable, Self, TypeVar
+from urllib.parse import urlsplit
 
 import pymongo
 import redis
 from pymongo.errors import AutoReconnect, ConnectionFailure, PyMongoError
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterDownError, MasterDownError
+from redis.exceptions import (AskError, ClusterDownError, MasterDownError, MovedError, ReadOnlyError,
+                              ResponseError, TryAgainError)
 from redis.retry import Retry
 
 from . import servers as srv
@@ -25,9 +32,73 @@ from .spool import Spool
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, ClusterDownError, MasterDownError)
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, ClusterDownError, MasterDownError,
+                ReadOnlyError, TryAgainError, MovedError, AskError)
 MONGO_ERRORS = (AutoReconnect, ConnectionFailure)
 SERVER_ERRORS = MONGO_ERRORS + REDIS_ERRORS  # a server went away (callers outside storage/ catch these)
+# replies of a Redis that is there but cannot serve now: retried like a connection failure
+REDIS_TRANSIENT_REPLIES = ("MISCONF", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN",
+                           "MOVED", "ASK", "NOREPLICAS", "OOM")
+# the error code opens the reply, or follows a '-' when a Lua script relays it ("Error running script ...: -READONLY")
+_TRANSIENT_REPLY = re.compile(r"(?:^|\s-)(?:%s)\b" % "|".join(REDIS_TRANSIENT_REPLIES))
+RESTART_EVERY = 1.0  # seconds between restart attempts of a dead embedded server, for as long as it is down
+SETTLE = 2.0         # an outage is only over (and reported) after this long without a new failure
+
+
+def is_transient(name: str, exc: BaseException) -> bool:
+    """True when exc means the server is away or cannot serve for now (retry, restart, spool), not a bug."""
+    if name != "redis":
+        return isinstance(exc, MONGO_ERRORS)
+    if isinstance(exc, REDIS_ERRORS):
+        return True
+    return isinstance(exc, ResponseError) and _TRANSIENT_REPLY.search(str(exc)) is not None
+
+
+@dataclass
+class Outage:
+    """One server's outage, from the first failed call until it answers again (and, for Redis, the
+    index is whole again): what it cost is said in one WARNING line when it ends."""
+
+    server: str
+    since: float
+    error: str
+    restarts: int = 0
+    last_restart: float = 0.0
+    gave_up: bool = False       # a call ran out of retry budget: later calls try once and spool
+    spooled: int = 0
+    repairer: int | None = None  # thread re-filling the index (its calls go straight through)
+    recovered: float = 0.0      # when it answered again (the outage settles SETTLE s later)
+    refills: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """The one line a person reads: how long, what was done, what it cost."""
+        took = (self.recovered or time.monotonic()) - self.since
+        error = self.error.splitlines()[0].split(" (configured timeouts")[0][:160]
+        parts = [f"{SERVER_NAMES[self.server]} was unavailable for {took:.1f} s ({error})",
+                 f"restarted {self.restarts} time(s)" if self.restarts else "not restarted by us"]
+        parts += list(dict.fromkeys(self.refills))
+        what = "checks" if self.server == "redis" else "writes"
+        parts.append(f"{self.spooled} {what} spooled for replay" if self.spooled else f"no {what} spooled")
+        return "; ".join(parts)
+
+
+def _port_open(uri: str, timeout: float = 0.5) -> bool:
+    """True unless the URI's first host refuses a TCP connection (unparsable URIs: True, let the ping say)."""
+    try:
+        if uri.startswith("mongodb"):
+            host, port = pymongo.uri_parser.parse_uri(uri)["nodelist"][0]
+        else:
+            parsed = urlsplit(uri)
+            host, port = parsed.hostname, parsed.port or 6379
+        if not host or str(host).startswith("/"):
+            return True
+    except (ValueError, IndexError, pymongo.errors.PyMongoError):
+        return True
+    try:
+        socket.create_connection((host, port), timeout).close()
+        return True
+    except OSError:
+        return False
 
 
 def server_of(exc: BaseException) -> str:
@@ -71,6 +142,11 @@ def is_cluster_url(url: str, timeout: float = 2.0) -> bool:
         probe.close()
 
 
+def spool_dir(config: StoreConfig) -> Path:
+    """This database's spool (one directory per database: a replay never writes into another one)."""
+    return config.spool_dir / config.db_name
+
+
 class Connection:
     """Both clients, their collections and indexes, and the retry/restart/spool policy every write uses."""
 
@@ -79,11 +155,18 @@ class Connection:
         self.mongo_uri = mongo_uri
         self.redis_url = redis_url
         self.embedded = embedded
-        self.spool = Spool(config.spool_dir)
+        self.spool = Spool(spool_dir(config))
         self.spooled = 0
         self._restart_lock = threading.Lock()
-        self._down_until: dict[str, float] = {}
-        self._repairing = False
+        self._recover_locks = {"mongo": threading.RLock(), "redis": threading.RLock()}
+        self.outages: dict[str, Outage] = {}    # down: calls go through _recover
+        self._settling: dict[str, Outage] = {}  # answering again; reported once SETTLE s pass without a failure
+        # pages this process indexed whose MongoDB save may still be on its way: re-added after a Redis
+        # data loss (MongoDB, the refill's source, does not have them yet)
+        self.inflight: OrderedDict[str, tuple[str, int, tuple[int, ...], bytes | None]] = OrderedDict()
+        self.inflight_lock = threading.Lock()
+        self._old_clients: list[pymongo.MongoClient] = []
+        self.undecided: set[str] = set()   # pages kept with their dedup decision in the spool: not re-indexed
         self._connect_mongo()
         self._connect_redis()
 
@@ -108,16 +191,18 @@ class Connection:
         self.index = SimHashIndex(self.redis, self.config.key_prefix, self.config.simhash_k)
         self.sketches = RedisSketchIndex(self.redis, self.config.key_prefix)
 
-    def _restart(self, name: str) -> None:
+    def _restart(self, name: str) -> bool:
         """Restart a dead embedded server (same data, same port when free) and reconnect to it."""
         if not (self.embedded.get(name) and self.config.auto_restart):
-            return
+            return False
         try:
             with self._restart_lock:
+                if srv.info(self.config.var_path, name).running:
+                    return False   # alive (busy, loading) or already restarted by another process
                 info = srv.ensure(self.config.var_path, name)
         except (StorageUnavailable, OSError) as e:
-            log.warning("could not restart the embedded %s: %s", SERVER_NAMES[name], e)
-            return
+            log.info("could not restart the embedded %s yet: %s", SERVER_NAMES[name], e)
+            return False
         if name == "redis" and info.uri != self.redis_url:
             # same client object (scripts and seed indexes hold it), new connection pool
             old = self.redis.connection_pool
@@ -126,49 +211,127 @@ class Connection:
             old.disconnect()
             self.redis_url = info.uri
         elif name == "mongo" and info.uri != self.mongo_uri:
-            log.warning("the embedded MongoDB came back on another port (%s); open the store again", info.uri)
+            # its old port was taken: reconnect (collections are looked up on self at every call)
+            log.info("the embedded MongoDB came back on another port; reconnecting")
+            self._old_clients.append(self.mongo)   # other threads may still hold it: closed with the store
+            self.mongo_uri = info.uri
+            self._connect_mongo()
+        return True
 
     def _retry(self, name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call fn, retrying connection failures with backoff for retry_seconds.
+        """Call fn through the server's outage state machine.
 
-        After a give-up, calls in the next retry_seconds try once only (the server is known to be
-        down), so a long outage spools items quickly instead of stalling the crawl on each one.
+        up: call; a transient error opens an outage. down: restart the embedded server (at most every
+        RESTART_EVERY s, for as long as it is down), probe it; once it answers, Redis's index is re-filled
+        (pages in flight included) before any other call runs, and one WARNING line closes the outage.
+        A call retries with backoff for retry_seconds, then raises StorageUnavailable (the caller spools);
+        after a give-up, calls try once only, so a long outage spools quickly instead of stalling.
         """
-        errors = REDIS_ERRORS if name == "redis" else MONGO_ERRORS
         start = time.monotonic()
-        budget = 0.0 if start < self._down_until.get(name, 0.0) else self.config.retry_seconds
-        deadline = start + budget
-        delay, attempts = 0.05, 0
+        deadline: float | None = None
+        delay = 0.05
+        self._settle(name, start)
         while True:
-            attempts += 1
-            try:
-                if name == "redis" and (attempts > 1 or name in self._down_until):
-                    self._after_redis_outage()   # before the retried call: it may be a dedup check
-                result = fn(*args, **kwargs)
-                self._down_until.pop(name, None)
-                return result
-            except errors as e:
-                left = deadline - time.monotonic()
-                if left <= 0 and (attempts >= 2 or not budget):
-                    self._down_until[name] = time.monotonic() + self.config.retry_seconds
-                    raise StorageUnavailable(SERVER_NAMES[name], f"{type(e).__name__}: {e}", HINTS[name]) from e
-                log.info("%s not answering (%s); retrying", SERVER_NAMES[name], e)
-                self._restart(name)
-                time.sleep(min(delay, max(left, 0.01)))
-                delay = min(delay * 2, 1.0)
+            outage = self.outages.get(name)
+            if outage is not None and outage.repairer == threading.get_ident():
+                return fn(*args, **kwargs)   # the re-fill's own calls
+            if outage is not None:
+                self._recover(name)
+            if name not in self.outages:
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as e:
+                    if not is_transient(name, e):
+                        raise
+                    outage = self._begin(name, e)
+            outage = self.outages.get(name)
+            if outage is None:
+                continue
+            if deadline is None:
+                deadline = start + (0.0 if outage.gave_up else self.config.retry_seconds)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                outage.gave_up = True
+                raise StorageUnavailable(SERVER_NAMES[name], outage.error, HINTS[name])
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 1.0)
 
-    def _after_redis_outage(self) -> None:
-        """Redis failed and we retry: it may have come back with lost data (AOF everysec, a wiped disk,
-        a configured server restarted empty); re-add what MongoDB has and the index lacks first."""
-        if self._repairing:
-            return
-        self._repairing = True
+    def _begin(self, name: str, exc: BaseException) -> Outage:
+        """Open an outage (once, whichever thread sees the first failure)."""
+        with self._recover_locks[name]:
+            outage = self.outages.get(name)
+            if outage is None:
+                outage = self._settling.pop(name, None)   # failing again soon after: the same outage
+                if outage is None:
+                    outage = Outage(name, time.monotonic(), f"{type(exc).__name__}: {exc}")
+                    log.info("%s not answering (%s); retrying", SERVER_NAMES[name], outage.error)
+                outage.recovered = 0.0
+                self.outages[name] = outage
+            return outage
+
+    def _settle(self, name: str, now: float) -> None:
+        """Report an outage once its server has answered for SETTLE s (one WARNING line)."""
+        outage = self._settling.get(name)
+        if outage is not None and now - outage.recovered >= SETTLE:
+            with self._recover_locks[name]:
+                if self._settling.get(name) is outage:
+                    del self._settling[name]
+                    log.warning(outage.summary())
+
+    def _recover(self, name: str, force: bool = False) -> None:
+        """One step of recovery (one thread at a time): restart if due, probe, re-fill, close the outage."""
+        with self._recover_locks[name]:
+            outage = self.outages.get(name)
+            if outage is None:
+                return
+            now = time.monotonic()
+            if force or now - outage.last_restart >= RESTART_EVERY:
+                outage.last_restart = now
+                outage.restarts += self._restart(name)
+            if not self._answers(name):
+                return
+            if name == "redis":
+                outage.repairer = threading.get_ident()
+                try:
+                    outage.refills.append(self._after_redis_outage())
+                except Exception as e:  # noqa: BLE001 - still down or failing: stay in the outage
+                    if not is_transient("redis", e) and not isinstance(e, StorageUnavailable):
+                        raise
+                    outage.error = f"{type(e).__name__}: {e}"
+                    return
+                finally:
+                    outage.repairer = None
+            del self.outages[name]
+            outage.recovered = time.monotonic()
+            self._settling[name] = outage
+
+    def _answers(self, name: str) -> bool:
+        """One ping, no retries (a refused TCP connection answers at once, without a server-selection wait)."""
+        if not _port_open(self.redis_url if name == "redis" else self.mongo_uri):
+            return False
         try:
-            self.reconcile_index()
-        except StorageUnavailable as e:
-            log.warning("index repair after a Redis outage failed: %s", e)
-        finally:
-            self._repairing = False
+            if name == "redis":
+                self.redis.ping()
+            else:
+                self.mongo.admin.command("ping")
+            return True
+        except Exception:  # noqa: BLE001 - any failure means "not yet"
+            return False
+
+    def _after_redis_outage(self) -> str:
+        """Redis is back: it may have lost data (AOF everysec, a wiped disk, a configured server restarted
+        empty); re-fill every index kind from MongoDB and this process's pages in flight, before any
+        other call. Returns what was done, for the outage's line."""
+        lost = self.index.count() is None
+        added = self.reconcile_index(exclude=self.undecided)   # the spool replay decides those
+        inflight = self._refill_inflight() if lost or added else 0
+        if not (lost or added or inflight):
+            return "index intact"
+        return f"data lost: index re-filled ({added} pages from MongoDB, {inflight} in flight)"
+
+    def _refill_inflight(self) -> int:
+        """Re-add the pages this process indexed but MongoDB may not hold yet (storage/dedup.py)."""
+        return 0
 
     def reconcile_index(self, exclude: set[str] | None = None) -> int:
         """Re-add what the index lost (storage/maintenance.py; nothing to do on a bare connection)."""
@@ -182,7 +345,25 @@ class Connection:
             raise StorageUnavailable("local spool", f"cannot write {self.spool.dir}: {e}",
                                      "free disk space or make var/ writable") from e
         self.spooled += 1
-        log.warning("%s: server unavailable, spooled to %s", op, path)
+        if op in ("index", "recheck"):
+            self.undecided.add(str(args.get("page_id")))
+        outage = self._outage_of(op)
+        if outage is not None:
+            outage.spooled += 1   # counted in the outage's one WARNING line
+            log.debug("%s: server unavailable, spooled to %s", op, path)
+        elif op == "recheck":     # a lookup that could not be answered yet, not an outage
+            log.info("page %s: dedup decision deferred (%s), spooled to %s", args.get("page_id"), args.get("why"), path)
+        else:
+            log.warning("%s: server unavailable, spooled to %s", op, path)
+
+    def _outage_of(self, op: str) -> Outage | None:
+        """The outage that made op spool (a recheck may wait for either server)."""
+        servers = ("mongo", "redis") if op == "recheck" else ("redis",) if op == "index" else ("mongo",)
+        for server in servers:
+            outage = self.outages.get(server) or self._settling.get(server)
+            if outage is not None:
+                return outage
+        return None
 
     def ping(self) -> None:
         """Raise StorageUnavailable unless both servers answer (one attempt each, no retries)."""
@@ -211,7 +392,21 @@ class Connection:
         delete_matching(self.redis, [_glob(self.config.key_prefix) + "*"])
 
     def close(self) -> None:
-        """Close both connections (the embedded servers keep running for other processes)."""
+        """Close both connections (the embedded servers keep running for other processes); an outage
+        still open is said in its one WARNING line."""
+        for name in list(self.outages):
+            try:
+                self._recover(name, force=True)   # leave an embedded server running after the run
+            except Exception as e:  # noqa: BLE001 - closing: say it, never raise
+                log.info("last recovery attempt of %s failed: %s", SERVER_NAMES[name], e)
+        for outage in list(self.outages.values()):
+            log.warning("%s; still unavailable when the store closed", outage.summary())
+        for outage in list(self._settling.values()):
+            log.warning(outage.summary())
+        self.outages.clear()
+        self._settling.clear()
+        for client in self._old_clients:
+            client.close()
         self.mongo.close()
         self.redis.close()
 

@@ -7,6 +7,7 @@ import logging
 from pymongo.errors import PyMongoError
 
 from .connection import Connection
+from .dedup_index import TEXT_TTL, text_key
 from .errors import StorageUnavailable
 from .redis_index import DedupResult
 from .schema import id_age_seconds, new_id, to_oid
@@ -53,14 +54,29 @@ class DedupStore(Connection):
     def claim_sketch(self, page_id: str, values: list[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """Add a kept page's passage sketch; (its claim number, earlier-or-later pages sharing values).
 
-        With Redis away the page is simply not compared by passages (logged): SimHash and the exact
-        hash still ran, and the spool replays those.
+        Raises StorageUnavailable with Redis away: the caller (RedisDedupIndex) queues the page's whole
+        decision for the spool replay instead of calling it new.
         """
-        try:
-            return self._retry("redis", self.sketches.claim, page_id, values, min_shared)
-        except StorageUnavailable:
-            log.warning("Redis unavailable: page %s not checked for shared passages", page_id)
-            return 0, []
+        return self._retry("redis", self.sketches.claim, page_id, values, min_shared)
+
+    def _refill_inflight(self) -> int:
+        """After a Redis data loss: re-add the pages this process indexed that MongoDB does not hold yet
+        (their save is on its way), with their sketches and claimed texts; returns how many."""
+        with self.inflight_lock:
+            entries = dict(self.inflight)
+        if not entries:
+            return 0
+        query = {"_id": {"$in": [to_oid(i) for i in entries]}}
+        for d in self._retry("mongo", list, self.pages.find(query, {"_id": 1})):
+            entries.pop(str(d["_id"]), None)
+        missing = list(entries.items())
+        self._retry("redis", self.index.add_many, ((pid, e[0], e[1]) for pid, e in missing))
+        for pid, (_, _, sketch, text) in missing:
+            if sketch:
+                self._retry("redis", self.sketches.claim, pid, list(sketch), 10 ** 6)
+            if text is not None:
+                self._retry("redis", self.redis.set, text_key(self, pid), text, ex=TEXT_TTL)
+        return len(missing)
 
     def forget_copy(self, page_id: str, content_hash: str, simhash: int, sketch: list[int]) -> None:
         """Undo a page's index entries after it turned out to be a copy (third dedup step)."""

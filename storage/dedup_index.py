@@ -3,28 +3,40 @@
 The decision itself lives in fingerprint.neardup.DedupEngine; this adapter only says where kept pages'
 keys and texts are: exact hashes and SimHash block tables in one Lua check-and-insert, passage sketches
 with an atomic ordered claim, texts and publish dates from MongoDB.
+
+A lookup that fails (a server away) is never a miss: it raises neardup.LookupUnavailable, the engine keeps
+the page for now and calls `defer`, which queues the page's whole decision in the spool (`recheck`).
 """
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 import zlib
 from collections import OrderedDict
 from typing import Any
 
-from fingerprint.neardup import DedupDoc, IndexHit, Verdict, publish_date
+from fingerprint.neardup import DedupDoc, IndexHit, LookupUnavailable, Verdict, publish_date
 
+from .errors import StorageUnavailable
+
+log = logging.getLogger(__name__)
 RECENT = 10_000  # pages kept by this process, whose save to MongoDB may still be on its way
+INFLIGHT = 2_000  # pages (with texts) re-added after a Redis data loss if MongoDB does not have them yet
 POLL = (0.05, 0.1, 0.2, 0.4, 0.0)  # another crawler may have claimed a page and still be saving it
 TEXT_TTL = 24 * 3600  # a claimed page's text waits in Redis until its page is in MongoDB (or a day)
 
 
 class RedisDedupIndex:
-    """DedupIndex over a Store (storage.store): Redis for the keys, MongoDB for the texts."""
+    """DedupIndex over a Store (storage.store): Redis for the keys, MongoDB for the texts.
 
-    def __init__(self, store: Any) -> None:
+    `pending` holds pages whose save is still in the spool (spool replay), by id.
+    """
+
+    def __init__(self, store: Any, pending: dict[str, dict] | None = None) -> None:
         self.store = store
         self.k = store.index.k
+        self.pending = pending if pending is not None else {}
         self._recent: OrderedDict[str, tuple[str | None, dt.date | None]] = OrderedDict()
         self._pages: OrderedDict[str, dict] = OrderedDict()
 
@@ -33,57 +45,103 @@ class RedisDedupIndex:
         res = self.store.check_and_insert(doc.page_id, doc.content_hash, doc.simhash)
         if res.kind in ("new", "unchanged"):
             self._remember(doc)
+        if res.kind == "new" and not res.spooled:
+            self._in_flight(doc)
         return IndexHit(res.kind, res.original_id, int(res.distance), bool(res.spooled))
 
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """The store's atomic sketch claim, after the page's text: whoever sees the claim can verify it."""
-        self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id),
-                          zlib.compress(doc.text.encode("utf-8")), ex=TEXT_TTL)
-        return self.store.claim_sketch(doc.page_id, list(doc.sketch), min_shared)
+        text = zlib.compress(doc.text.encode("utf-8"))
+        with self.store.inflight_lock:
+            entry = self.store.inflight.get(doc.page_id)
+            if entry is not None:
+                self.store.inflight[doc.page_id] = entry[:3] + (text,)
+        try:
+            self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id), text, ex=TEXT_TTL)
+            return self.store.claim_sketch(doc.page_id, list(doc.sketch), min_shared)
+        except StorageUnavailable as e:
+            raise LookupUnavailable(f"passage claim: {e.detail}") from e
 
     def text_of(self, page_id: str) -> str | None:
-        """The kept page's text: from its claim while the page may be in flight, else from MongoDB."""
-        raw = self.store._retry("redis", self.store.redis.get, text_key(self.store, page_id))
-        if raw is not None:
-            return zlib.decompress(raw).decode("utf-8")
-        return (self._page(page_id) or {}).get("text")
+        """The kept page's text: from its claim while the page may be in flight, else from MongoDB.
+
+        None only for a page that is known not to exist (a phantom); a text that cannot be read now
+        raises LookupUnavailable (the caller's page is re-decided later)."""
+        if page_id in self.pending:
+            return self.pending[page_id].get("text")
+        try:
+            raw = self.store._retry("redis", self.store.redis.get, text_key(self.store, page_id))
+            if raw is not None:
+                return zlib.decompress(raw).decode("utf-8")
+            page = self._page(page_id)
+        except StorageUnavailable as e:
+            raise LookupUnavailable(f"text of {page_id}: {e.detail}") from e
+        if page is not None:
+            return page.get("text")
+        if self.store._is_phantom(page_id):
+            return None
+        raise LookupUnavailable(f"page {page_id} is claimed but neither its text nor its page can be read yet")
 
     def published_of(self, page_id: str) -> dt.date | None:
-        """The kept page's publish date (this process's recent pages first, then MongoDB)."""
+        """The kept page's publish date (this process's recent pages first, then MongoDB; None if unreadable)."""
         recent = self._recent.get(page_id)
         if recent is not None:
             return recent[1]
-        return publish_date((self._page(page_id) or {}).get("published"))
+        return publish_date((self._page_or_none(page_id) or {}).get("published"))
 
     def url_of(self, page_id: str) -> str | None:
         """The kept page's URL, for the copy record."""
         recent = self._recent.get(page_id)
         if recent is not None and recent[0]:
             return recent[0]
-        return (self._page(page_id) or {}).get("url")
+        return (self._page_or_none(page_id) or {}).get("url")
 
     def forget(self, doc: DedupDoc) -> None:
         """Undo the page's exact, SimHash and sketch entries, and its claimed text."""
         self.store.forget_copy(doc.page_id, doc.content_hash, doc.simhash, list(doc.sketch))
         self.store._retry("redis", self.store.redis.delete, text_key(self.store, doc.page_id))
         self._recent.pop(doc.page_id, None)
+        with self.store.inflight_lock:
+            self.store.inflight.pop(doc.page_id, None)
 
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
         """The store moves old_id's page to duplicates and gives its index entries to doc."""
         method = "exact" if verdict.method == "exact" else "passages" if verdict.method == "passages" else "near"
+        with self.store.inflight_lock:
+            self.store.inflight.pop(old_id, None)
         self.store.replace_original(old_id, {"id": doc.page_id, "url": doc.url, "content_hash": doc.content_hash,
                                              "simhash": doc.simhash, "sketch": list(doc.sketch)},
                                     method, verdict.distance, verdict.coverage)
         self._remember(doc)
+        self._in_flight(doc)
+
+    def defer(self, doc: DedupDoc, why: str) -> None:
+        """Queue the page's whole decision for the spool replay (a failed lookup is never a miss)."""
+        self.store._spool("recheck", page_id=doc.page_id, k=self.k, why=why)
 
     def _remember(self, doc: DedupDoc) -> None:
         self._recent[doc.page_id] = (doc.url, doc.published)
         while len(self._recent) > RECENT:
             self._recent.popitem(last=False)
 
+    def _in_flight(self, doc: DedupDoc) -> None:
+        """Keep what a Redis refill needs until MongoDB surely has the page (the last INFLIGHT pages)."""
+        with self.store.inflight_lock:
+            inflight = self.store.inflight
+            inflight[doc.page_id] = (doc.content_hash, doc.simhash, tuple(doc.sketch), None)
+            while len(inflight) > INFLIGHT:
+                inflight.popitem(last=False)
+
+    def _page_or_none(self, page_id: str) -> dict | None:
+        try:
+            return self._page(page_id)
+        except StorageUnavailable as e:
+            log.info("page %s unreadable for now (%s)", page_id, e.detail)
+            return None
+
     def _page(self, page_id: str) -> dict | None:
         """A kept page from MongoDB, read once per decision (a small cache), polled while it may be in flight."""
-        page = self._pages.get(page_id)
+        page = self._pages.get(page_id) or self.pending.get(page_id)
         if page is not None:
             return page
         for delay in POLL:

@@ -9,13 +9,16 @@ from typing import Any, Iterable
 import redis
 from pymongo.errors import PyMongoError
 
+from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams, Verdict, publish_date
+
 from .catalog import SourceStore
 from .connection import COLLECTIONS
 from .dedup import DedupStore
+from .dedup_index import RedisDedupIndex
 from .errors import StorageUnavailable
 from .matches import MatchStore
 from .pages import PageStore
-from .redis_index import DedupResult, used_memory
+from .redis_index import used_memory
 from .runs import RunStore
 from .schema import now, to_date, to_oid, to_unsigned64
 
@@ -184,21 +187,24 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
     def replay_spool(self) -> dict[str, int]:
         """Replay spooled writes (oldest first); entries that still fail are spooled again.
 
-        Pages stored while Redis was away are left out of the index repair until their spooled
-        check runs, so a copy seen during the outage is still found to be a copy.
+        A page kept while its dedup decision could not be made (Redis away: `index`; a lookup failed:
+        `recheck`) goes through the WHOLE decision again (DedupEngine over RedisDedupIndex: exact,
+        SimHash, passages) and is moved to duplicates if it is a copy. Those pages are left out of the
+        index repair until then, so a copy seen during the outage is still found to be a copy.
         """
         stats = {"replayed": 0, "demoted": 0, "failed": 0}
         claimed = [c for c in (self.spool.claim(p) for p in self.spool.pending()) if c is not None]
         entries = [e for c in claimed for e in self.spool.entries(c)]
-        pending_ids = {e["args"]["page_id"] for e in entries if e["op"] == "index"}
+        pending = {str(e["args"]["doc"]["_id"]): e["args"]["doc"] for e in entries if e["op"] == "save_page"}
+        undecided = {e["args"]["page_id"] for e in entries if e["op"] in DECISION_OPS}
         try:
-            self.reconcile_index(exclude=pending_ids)
+            self.reconcile_index(exclude=undecided)
         except StorageUnavailable as e:
             log.warning("index repair skipped: %s", e)
-        demoted: dict[str, DedupResult] = {}
+        replay = _Replay(self, pending)
         for entry in entries:
             try:
-                if self._replay_one(entry["op"], entry["args"], demoted, stats) is not False:
+                if self._replay_one(entry["op"], entry["args"], replay, stats) is not False:
                     stats["replayed"] += 1
             except (StorageUnavailable, PyMongoError, redis.RedisError) as e:
                 stats["failed"] += 1
@@ -207,17 +213,18 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         for c in claimed:
             self.spool.done(c)
         if stats["replayed"] or stats["failed"]:
-            log.warning("spool replay: %s", stats)
+            log.warning("spool replay: %d replayed, %d copies found and moved to duplicates, %d kept for later",
+                        stats["replayed"], stats["demoted"], stats["failed"])
         return stats
 
-    def _replay_one(self, op: str, a: dict, demoted: dict[str, DedupResult], stats: dict) -> bool | None:
-        if op == "index":
-            return self._replay_index(a, demoted, stats)
+    def _replay_one(self, op: str, a: dict, replay: "_Replay", stats: dict) -> bool | None:
+        if op in DECISION_OPS:
+            return self._replay_decision(a, replay, stats)
         if op == "save_page":
             doc = a["doc"]
-            res = demoted.get(str(doc["_id"]))
-            if res is not None:
-                self._demote(doc, res)
+            verdict = replay.demoted.get(str(doc["_id"]))
+            if verdict is not None:
+                self._demote(doc, verdict, replay.index)
                 stats["demoted"] += 1
             else:
                 self._retry("mongo", self._save_page, doc)
@@ -235,25 +242,63 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             raise ValueError(f"unknown spool operation {op!r}")
         return None
 
-    def _replay_index(self, a: dict, demoted: dict[str, DedupResult], stats: dict) -> bool | None:
-        """A dedup check spooled while Redis was away; a page it finds to be a copy is demoted."""
-        res = self.check_and_insert(a["page_id"], a["content_hash"], int(a["simhash"]), int(a["k"]))
-        if res.spooled:  # Redis still away: check_and_insert has spooled it again
+    def _replay_decision(self, a: dict, replay: "_Replay", stats: dict) -> bool | None:
+        """Decide again, from scratch, a page kept without a full dedup decision; demote it if it is a copy."""
+        pid = a["page_id"]
+        if pid in replay.decided:
+            return None
+        page = replay.pending.get(pid) or self._retry("mongo", self.pages.find_one, {"_id": to_oid(pid)})
+        doc = dedup_doc(page) if page is not None else None
+        if doc is None:   # never saved (its crawler died first) or fingerprinting was off: nothing to decide
+            log.info("spooled check of page %s: no stored page to decide on", pid)
+            return None
+        replay.index.forget(doc)   # its own entries out: it is compared with everything else, in spool order
+        verdict = replay.engine.decide(doc)
+        if verdict.spooled:        # Redis away again: check_and_insert or the index re-spooled it
             stats["failed"] += 1
             return False
-        if res.is_duplicate:
-            demoted[a["page_id"]] = res
-            page = self._retry("mongo", self.pages.find_one, {"_id": to_oid(a["page_id"])})
-            if page is not None:
-                self._demote(page, res)
+        replay.decided.add(pid)
+        if verdict.is_duplicate:
+            replay.demoted[pid] = verdict
+            if pid not in replay.pending:
+                self._demote(page, verdict, replay.index)
                 stats["demoted"] += 1
         return None
 
-    def _demote(self, page: dict, res: DedupResult) -> None:
-        """A page stored as new while Redis was away turned out to be a copy: record it as a duplicate."""
-        orig = self._retry("mongo", self.pages.find_one, {"_id": to_oid(res.original_id)}, {"url": 1})
+    def _demote(self, page: dict, verdict: Verdict, index: RedisDedupIndex) -> None:
+        """A page stored as new without a full dedup decision turned out to be a copy: record it as a
+        duplicate, re-point copies recorded against it, and take it out of pages."""
+        pid = str(page["_id"])
+        original_url = index.url_of(verdict.original) if verdict.original else None
+        method = "passages" if verdict.method == "passages" else verdict.kind
         self._retry("mongo", self.duplicates.update_one, {"url": page["url"]}, {"$set": {
-            "url": page["url"], "original_id": res.original_id, "original_url": orig and orig.get("url"),
-            "method": res.kind, "distance": res.distance, "site": page.get("site"), "title": page.get("title"),
-            "fetched": page.get("fetched") or now()}}, upsert=True)
+            "url": page["url"], "original_id": verdict.original, "original_url": original_url,
+            "method": method, "distance": verdict.distance, "coverage": verdict.coverage,
+            "site": page.get("site"), "title": page.get("title"), "fetched": page.get("fetched") or now(),
+            "content_hash": page.get("content_hash"), "found_by": "spool replay"}}, upsert=True)
+        self._retry("mongo", self.duplicates.update_many, {"original_id": pid},
+                    {"$set": {"original_id": verdict.original, "original_url": original_url}})
         self._retry("mongo", self.pages.delete_one, {"_id": page["_id"]})
+
+
+DECISION_OPS = ("index", "recheck")   # spooled dedup decisions (check-and-insert, a failed lookup)
+
+
+class _Replay:
+    """One replay's dedup engine over the store, the pages still in the spool, and what it decided."""
+
+    def __init__(self, store: Any, pending: dict[str, dict]) -> None:
+        self.pending = pending
+        self.index = RedisDedupIndex(store, pending)
+        self.engine = DedupEngine(NearDupParams(k=store.config.simhash_k), self.index)
+        self.demoted: dict[str, Verdict] = {}
+        self.decided: set[str] = set()
+
+
+def dedup_doc(page: dict) -> DedupDoc | None:
+    """What the engine needs of a stored (or spooled) page; None without fingerprints."""
+    if not isinstance(page.get("content_hash"), str) or page.get("simhash") is None:
+        return None
+    return DedupDoc(str(page["_id"]), page.get("text") or "", page["content_hash"], to_unsigned64(int(page["simhash"])),
+                    tuple(to_unsigned64(int(v)) for v in page.get("sketch") or ()), publish_date(page.get("published")),
+                    page.get("url"))

@@ -1,12 +1,20 @@
 """RunStore: one record per crawl (collection `runs`) and what became of every URL it touched (`outcomes`)."""
 from __future__ import annotations
 
+import datetime as dt
+import logging
+import os
+import socket
 from typing import Any, Iterator
 
 from .connection import Connection
 from .documents import check_text, fit_bson, out
 from .errors import BadDocument, StorageUnavailable
 from .schema import OUTCOMES, new_id, now, to_date, to_oid
+from .servers import pid_alive
+
+log = logging.getLogger(__name__)
+STALE_RUN_HOURS = 24.0  # an unfinished run of another host (or without a pid) older than this is closed
 
 OUTCOME_FIELDS = ("url", "outcome", "reason", "detail", "original_url", "method", "fetched", "at", "spider")
 
@@ -15,18 +23,48 @@ class RunStore(Connection):
     """Start, finish and list crawl runs and their per-URL outcomes; writes are spooled while MongoDB is away."""
 
     def start_run(self, spider: str) -> str:
-        """Record the start of a crawl; returns the run id."""
+        """Record the start of a crawl (with its pid and host, so a killed run is known dead); returns the
+        run id. Runs left unfinished by killed crawls are closed as interrupted first."""
+        try:
+            self.close_interrupted_runs()
+        except StorageUnavailable as e:
+            log.info("unfinished runs not checked: %s", e)
         rid = to_oid(new_id())
-        doc = {"_id": rid, "spider": spider, "started": now(), "finished": None, "counts": {}}
+        doc = {"_id": rid, "spider": spider, "started": now(), "finished": None, "counts": {},
+               "pid": os.getpid(), "host": socket.gethostname()}
         try:
             self._retry("mongo", self.runs.insert_one, doc)
         except StorageUnavailable:
             self._spool("start_run", doc=doc)
         return str(rid)
 
+    def close_interrupted_runs(self, stale_hours: float | None = None) -> int:
+        """Mark unfinished runs whose crawler is gone as finished with status `interrupted`.
+
+        Dead means: this host and its pid no longer runs; a run of another host (or without a pid) is only
+        closed once older than stale_hours (ZHDEDUP_STALE_RUN_HOURS, default 24): it may still be running.
+        """
+        hours = float(os.environ.get("ZHDEDUP_STALE_RUN_HOURS", STALE_RUN_HOURS)) if stale_hours is None \
+            else stale_hours
+        cutoff = now() - dt.timedelta(hours=hours)
+        host, closed = socket.gethostname(), 0
+        for run in self._retry("mongo", list, self.runs.find({"finished": None}, {"pid": 1, "host": 1, "started": 1})):
+            if run.get("host") == host and run.get("pid"):
+                if run["pid"] == os.getpid() or pid_alive(int(run["pid"])):
+                    continue
+            elif not (run.get("started") and to_date(run["started"]) < cutoff):
+                continue
+            res = self._retry("mongo", self.runs.update_one, {"_id": run["_id"], "finished": None},
+                              {"$set": {"finished": now(), "status": "interrupted",
+                                        "counts.finish_reason": "interrupted"}})
+            closed += res.modified_count
+        if closed:
+            log.warning("closed %d crawl run(s) left unfinished by a crawler that was killed, as interrupted", closed)
+        return closed
+
     def finish_run(self, run_id: str, counts: dict) -> None:
         """Record the end of a crawl and its counts."""
-        upd = {"$set": {"finished": now(), "counts": dict(counts)}}
+        upd = {"$set": {"finished": now(), "counts": dict(counts), "status": "finished"}}
         try:
             self._retry("mongo", self.runs.update_one, {"_id": to_oid(run_id)}, upd, upsert=True)
         except StorageUnavailable:

@@ -2,8 +2,11 @@
 be killed, and the one assertion every test ends with (each story stored once, every copy recorded).
 
 The site has ORIGINALS distinct stories on host A (home -> list pages -> articles) and host B with an
-exact copy (another layout) of every third story plus a few stories of its own. Every response waits
-DELAY seconds, so a 40-page crawl takes a few seconds and a kill lands in the middle of it.
+exact copy (another layout) of every third story plus a few stories of its own. With `copies` naming
+"near" and/or "passages", host C adds a SimHash copy (a few characters added) of stories 1, 4, 7, ... and
+a passage copy (sentences shuffled, a few added: SimHash misses it, aligned passages catch it) of stories
+2, 5, 8, ...; each copy is checked against its story with the dedup engine before it is served. Every
+response waits DELAY seconds, so a 40-page crawl takes a few seconds and a kill lands in the middle of it.
 """
 from __future__ import annotations
 
@@ -59,6 +62,46 @@ def make_stories(n: int, seed: int = 11) -> list[tuple[str, list[str]]]:
     return out
 
 
+def near_copy(paragraphs: list[str], seed: int) -> list[str]:
+    """A copy SimHash finds within k (two characters added to one paragraph), checked with the engine."""
+    return _copy_found_by(paragraphs, seed, "simhash", _insert_words)
+
+
+def passage_copy(paragraphs: list[str], seed: int) -> list[str]:
+    """A copy only aligned passages find (sentences shuffled, 1-3 sentences added), checked with the engine."""
+    return _copy_found_by(paragraphs, seed, "passages", _shuffle_sentences)
+
+
+def _insert_words(paragraphs: list[str], rng: random.Random, attempt: int) -> list[str]:
+    out = list(paragraphs)
+    i = rng.randrange(1, len(out))
+    j = rng.randrange(len(out[i]) - 2)
+    out[i] = out[i][:j] + "据悉" + out[i][j:]
+    return out
+
+
+def _shuffle_sentences(paragraphs: list[str], rng: random.Random, attempt: int) -> list[str]:
+    import re
+
+    sentences = [s for p in paragraphs[1:] for s in re.findall(r"[^。！？]+[。！？]", p)]
+    rng.shuffle(sentences)
+    for extra in rng.sample([s for s in _pool() if s not in sentences], 1 + attempt % 3):
+        sentences.insert(rng.randrange(len(sentences)), extra)
+    return [paragraphs[0]] + ["".join(sentences[k:k + 4]) for k in range(0, len(sentences), 4)]
+
+
+def _copy_found_by(paragraphs: list[str], seed: int, method: str,
+                   edit: Callable[[list[str], random.Random, int], list[str]]) -> list[str]:
+    from fingerprint.neardup import is_near_duplicate
+
+    rng = random.Random(seed)
+    for attempt in range(60):
+        copy = edit(paragraphs, rng, attempt)
+        if is_near_duplicate("\n".join(paragraphs), "\n".join(copy)).method == method:
+            return copy
+    raise AssertionError(f"no {method} copy of story {paragraphs[0]!r} in 60 attempts")
+
+
 def _slow(body: bytes, delay: float) -> Resource:
     def payload() -> bytes:
         time.sleep(delay)
@@ -105,7 +148,8 @@ class Expected:
 class NewsSites:
     """Sites A and B on 127.0.0.1 (own ports), slowed by `delay` per response."""
 
-    def __init__(self, originals: int = ORIGINALS, own_b: int = OWN_B, delay: float = DELAY) -> None:
+    def __init__(self, originals: int = ORIGINALS, own_b: int = OWN_B, delay: float = DELAY,
+                 copies: tuple[str, ...] = ("exact",)) -> None:
         stories = make_stories(originals + own_b)
         a_paths = [f"/news/{i}.html" for i in range(originals)]
         copied = list(range(0, originals, 3))
@@ -117,24 +161,36 @@ class NewsSites:
             site_a[path] = _slow(_article(*stories[i], "a").encode(), delay)
         for i, path in zip(b_stories, b_paths):
             site_b[path] = _slow(_article(*stories[i], "b").encode(), delay)
-        self.server = SiteServer({"a": site_a, "b": site_b}).start()
+        c_copies = {i: (near_copy if i % 3 == 1 else passage_copy)(stories[i][1], i) for i in range(originals)
+                    if (i % 3 == 1 and "near" in copies) or (i % 3 == 2 and "passages" in copies)}
+        c_paths = [f"/x/{i}.html" for i in c_copies]
+        sites = {"a": site_a, "b": site_b}
+        if c_copies:
+            site_c = {p: _slow(h.encode(), delay) for p, h in _listing(c_paths, 0, "/lc/").items()}
+            for (i, paragraphs), path in zip(c_copies.items(), c_paths):
+                site_c[path] = _slow(_article(stories[i][0], paragraphs, "b").encode(), delay)
+            sites["c"] = site_c
+        self.server = SiteServer(sites).start()
+        self.hosts = list(sites)
         a, b = self.server.base("a"), self.server.base("b")
         self.expected = Expected({i: [a + p] for i, p in enumerate(a_paths)})
         for i, path in zip(b_stories, b_paths):
             self.expected.groups.setdefault(i, []).append(b + path)
+        for i, path in zip(c_copies, c_paths):
+            self.expected.groups[i].append(self.server.base("c") + path)
 
     @property
     def start_urls(self) -> str:
         """Both home pages, comma separated (the news spider's start_urls argument)."""
-        return f"{self.server.base('a')}/,{self.server.base('b')}/"
+        return ",".join(f"{self.server.base(h)}/" for h in self.hosts)
 
     def article_hits(self) -> dict[str, int]:
         """How often each article URL was fetched."""
         out = {}
-        for name in ("a", "b"):
+        for name in self.hosts:
             base = self.server.base(name)
             for path, n in self.server.hits(name).items():
-                if path.startswith(("/news/", "/c/")):
+                if path.startswith(("/news/", "/c/", "/x/")):
                     out[base + path] = n
         return out
 
@@ -246,7 +302,8 @@ def assert_every_story_once(store, expected: Expected) -> dict[str, Any]:
     known = {u for urls in expected.groups.values() for u in urls}
     extra = (set(page_urls) | set(dup_urls)) - known
     assert not problems and not extra, "\n".join(problems + [f"unexpected: {sorted(extra)}"])
-    assert len(page_urls) + len(dup_urls) == expected.pages
+    missing = known - set(page_urls) - set(dup_urls)
+    assert not missing, f"neither stored nor recorded as a copy: {sorted(missing)}"
     return {"pages": len(page_urls), "duplicates": len(dup_urls)}
 
 
@@ -266,3 +323,117 @@ class Ticker:
         """Stop the thread."""
         self._stop.set()
         self._t.join(5)
+
+
+# ---- the fault-injection suite (tests/reliability/test_reliability_faults.py, benchmarks/bench_faults.py) ----
+SCENARIOS = ("mongo", "redis", "redis_wipe", "both", "crawler_and_server")
+ALL_COPIES = ("exact", "near", "passages")
+
+
+def sigkill(var: Path, name: str) -> int:
+    """SIGKILL one embedded server and wait until it is gone."""
+    pid = int((var / "run" / f"{name}.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    from storage import servers as srv
+
+    while srv.pid_alive(pid, name):
+        time.sleep(0.02)
+    return pid
+
+
+def stored(var: Path, db: str) -> int:
+    """Pages in MongoDB now (0 while the server is down or restarting)."""
+    import pymongo
+
+    from storage import servers as srv
+
+    info = srv.info(var, "mongo")
+    if not info.running:
+        return 0
+    client = pymongo.MongoClient(info.uri, serverSelectionTimeoutMS=500)
+    try:
+        return client[db].pages.count_documents({})
+    except Exception:  # noqa: BLE001
+        return 0
+    finally:
+        client.close()
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap two paths atomically (renameat2 RENAME_EXCHANGE): a restart never sees neither."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(-100, bytes(a), -100, bytes(b), 2) != 0:   # AT_FDCWD, RENAME_EXCHANGE
+        raise OSError(ctypes.get_errno(), f"cannot exchange {a} and {b}")
+
+
+class HeldDown:
+    """Keep embedded servers from restarting (a file where their data directory was) until released,
+    so an outage lasts longer than the crawl's retry window; release puts the data back."""
+
+    def __init__(self, var: Path, names: list[str]) -> None:
+        self.var, self.names = var, names
+        for name in names:
+            (var / f"{name}.block").write_text("held down by the fault suite")
+            _exchange(var / name, var / f"{name}.block")
+
+    def release(self) -> None:
+        """Put the data directories back (the next restart attempt succeeds)."""
+        for name in self.names:
+            _exchange(self.var / name, self.var / f"{name}.block")
+            (self.var / f"{name}.block").unlink()
+
+
+def wipe_redis(var: Path, where: str = "redis") -> None:
+    """Delete the embedded Redis's data (it comes back empty); `where` is its directory under var."""
+    import shutil
+
+    shutil.rmtree(var / where, ignore_errors=True)
+    (var / where).mkdir()
+
+
+def run_fault_scenario(var: Path, db: str, sites: NewsSites, workdir: Path, scenario: str, seed: int,
+                       store: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One crawl with real SIGKILLs at a moment drawn from seed, then one re-run of the same command;
+    returns the final counts (and fails unless every story is stored once and every copy recorded)."""
+    from storage import StoreConfig, open_store
+
+    rng = random.Random(f"{scenario}-{seed}")   # a different moment per scenario, the same on every run
+    store = {"retry_seconds": 0.5, **(store or {})}
+    env = crawl_env(var_dir=var, db=db)
+    first = CrawlProc(sites.start_urls, env, workdir / f"{scenario}-{seed}-1.log", store=store)
+    at = rng.randint(3, max(4, len(sites.expected.groups) // 2))
+    wait_until(lambda: stored(var, db) >= at, 90, f"{at} stored pages", first)
+    time.sleep(rng.uniform(0.0, 0.4))
+    victims = {"mongo": ["mongo"], "redis": ["redis"], "redis_wipe": ["redis"], "both": ["mongo", "redis"],
+               "crawler_and_server": [rng.choice(["mongo", "redis"])]}[scenario]
+    hold = rng.uniform(0.5, 3.0)   # the servers stay down this long: longer than the retry window
+    if scenario == "crawler_and_server":
+        first.signal(signal.SIGKILL)
+    held = HeldDown(var, victims)
+    for name in victims:
+        sigkill(var, name)
+    if scenario == "redis_wipe":
+        wipe_redis(var, "redis.block")   # the data, while a file holds its place
+    time.sleep(hold)
+    held.release()
+    if scenario == "crawler_and_server":
+        first.kill()
+    else:
+        assert first.wait(150) == 0, first.log[-4000:]
+    second = CrawlProc(sites.start_urls, env, workdir / f"{scenario}-{seed}-2.log", store=store)
+    assert second.wait(150) == 0, second.log[-4000:]
+    with open_store(StoreConfig(var_dir=str(var), db_name=db, key_prefix=f"{db}:")) as st:
+        counts = assert_every_story_once(st, sites.expected)
+        health = st.index_health()
+        assert health["simhash"]["redis"] == health["simhash"]["mongo"], health
+        counts.update(killed_at=at, held=round(hold, 2), victims="+".join(victims), index=health["simhash"]["redis"],
+                      spool_left=st.spool.count(), outage_lines=_outage_lines(first.log))
+    assert counts["spool_left"] == 0
+    return counts
+
+
+def _outage_lines(log: str) -> int:
+    """How many one-line outage reports a crawl printed."""
+    return sum(1 for line in log.splitlines() if "was unavailable for" in line)

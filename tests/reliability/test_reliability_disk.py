@@ -86,6 +86,7 @@ def test_full_jobdir_stops_the_crawl_and_the_same_command_resumes(store, mount, 
     assert f"cannot write the crawl state to {disk / 'job'}" in log, log[-3000:]
     assert "No space left on device" in log or "disk full" in log
     assert "'finish_reason': 'jobdir_unwritable'" in log
+    assert log.count("cannot write the crawl state") == 1 and "Traceback" not in log, log[-5000:]
     stored_first = store.pages.count_documents({})
     assert stored_first < len(sites.expected.groups), "the disk filled too late to test anything"
     filler.unlink()
@@ -136,6 +137,9 @@ def test_mongodb_down_and_spool_disk_full_stops_then_resumes(private, mount, sit
     log = first.log
     assert f"cannot write {spool_fs / 'var' / 'spool'}" in log, log[-3000:]
     assert "'finish_reason': 'storage_unavailable'" in log
+    assert log.count("stopping the crawl") == 1       # one clear error, no traceback per page
+    assert "Error processing" not in log and "Traceback" not in log, log[-5000:]
+    assert "zhdedup summary for spider" in log        # the summary survives (stats hold numbers)
     srv.ensure(private, "mongo")
     filler.unlink()
     second = CrawlProc(sites.start_urls, env, tmp_path / "2.log", job)

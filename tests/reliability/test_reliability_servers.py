@@ -6,17 +6,15 @@ These tests start their OWN embedded servers in a private var dir (never the ses
 """
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import time
 import uuid
 
 import pytest
 
 from storage import StoreConfig, open_store
 from storage import servers as srv
-from tests.reliability.reliability_helpers import CrawlProc, NewsSites, assert_every_story_once, crawl_env, wait_until
+from tests.reliability.reliability_helpers import (CrawlProc, NewsSites, assert_every_story_once, crawl_env, sigkill,
+                                                   stored, wait_until)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -46,31 +44,6 @@ def db(var):
     srv.ensure_all(var)
     with open_store(StoreConfig(var_dir=str(var), db_name=name, key_prefix=f"{name}:", replay_spool=False)) as st:
         st.drop_all()
-
-
-def sigkill(var, name: str) -> int:
-    """SIGKILL one embedded server and wait until it is gone."""
-    pid = int((var / "run" / f"{name}.pid").read_text())
-    os.kill(pid, signal.SIGKILL)
-    while srv.pid_alive(pid, name):
-        time.sleep(0.02)
-    return pid
-
-
-def stored(var, db: str) -> int:
-    """Pages in MongoDB now (0 while the server is down or restarting)."""
-    import pymongo
-
-    info = srv.info(var, "mongo")
-    if not info.running:
-        return 0
-    client = pymongo.MongoClient(info.uri, serverSelectionTimeoutMS=500)
-    try:
-        return client[db].pages.count_documents({})
-    except Exception:  # noqa: BLE001
-        return 0
-    finally:
-        client.close()
 
 
 def final_store(var, db: str):
@@ -120,7 +93,7 @@ def test_redis_down_for_the_rest_of_the_crawl_spools_then_replays(var, db, sites
     proc = run_with_kill(var, db, sites, tmp_path, "redis", store={"retry_seconds": 0.5, "auto_restart": False})
     assert "spooled" in proc.log
     assert not srv.info(var, "redis").running
-    assert list((var / "spool").glob("*.jsonl")), "nothing spooled"
+    assert list((var / "spool").rglob("*.jsonl")), "nothing spooled"
     shutil.rmtree(var / "redis", ignore_errors=True)
     srv.ensure(var, "redis")
     with final_store(var, db) as st:

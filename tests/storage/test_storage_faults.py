@@ -156,12 +156,12 @@ def test_down_at_start_gives_one_clear_message(var, tmp_path):
 def test_torn_spool_line_is_kept_aside(store):
     from bson import json_util
 
-    store.config.spool_dir.mkdir(parents=True, exist_ok=True)
+    store.spool.dir.mkdir(parents=True, exist_ok=True)
     good = json_util.dumps({"op": "save_page", "args": {"doc": {"_id": "p1", "url": "http://t/p1", "text": "正文"}}})
-    (store.config.spool_dir / "other-1-1.jsonl").write_text(good + "\n" + good[:20])  # crash mid-write
+    (store.spool.dir / "other-1-1.jsonl").write_text(good + "\n" + good[:20])  # crash mid-write
     stats = store.replay_spool()
     assert stats["replayed"] == 1 and store.get_page("p1")["text"] == "正文"
-    bad = list(store.config.spool_dir.glob("*.bad"))
+    bad = list(store.spool.dir.glob("*.bad"))
     assert len(bad) == 1 and bad[0].read_text().strip() == good[:20].strip()
     assert store.spool.count() == 0
 
@@ -171,3 +171,179 @@ def test_unusable_var_dir_names_the_path(tmp_path):
     blocker.write_text("x")
     with pytest.raises(StorageUnavailable, match="not-a-dir"):
         open_store(StoreConfig(var_dir=str(blocker / "var")))
+
+
+def test_redis_restarted_after_the_retry_window_and_refilled(var, caplog):
+    """Redis dies with its data and cannot be restarted for longer than the retry window: checks are
+    spooled meanwhile, it is restarted as soon as it can be (not only in the first window), the index is
+    re-filled from MongoDB (and pages in flight), and ONE WARNING line says what it cost."""
+    import logging
+    import shutil
+
+    c = cfg(var)
+    st = open_store(c)
+    try:
+        for i in range(6):
+            assert crawl(st, f"p{i}", *story(i)) == "new"
+        flight = st.new_page_id()                       # indexed, its save still on its way
+        assert st.check_and_insert(flight, *story(50)).kind == "new"
+        st.inflight[flight] = (story(50)[0], story(50)[1], (), None)
+        sigkill(var, "redis")
+        shutil.rmtree(var / "redis")
+        (var / "redis").write_text("in the way")        # the restart fails until this is gone
+        caplog.set_level(logging.INFO, "storage")
+        t0 = time.monotonic()
+        kinds = [crawl(st, f"out{i}", *story(100 + i)) for i in range(4)]
+        assert kinds == ["spooled"] * 4 and time.monotonic() - t0 > c.retry_seconds
+        (var / "redis").unlink()
+        (var / "redis").mkdir()
+        time.sleep(1.1)                                  # the next restart attempt is due
+        assert crawl(st, "c3", story(3)[0], story(3)[1]) == "exact"   # refilled from MongoDB (not the 4 undecided)
+        assert crawl(st, "c50", story(50)[0], story(50)[1]) == "exact"  # refilled from the pages in flight
+        assert srv.info(var, "redis").running
+        st.close()
+        lines = [r.getMessage() for r in caplog.records if "was unavailable for" in r.getMessage()]
+        assert len(lines) == 1, lines
+        assert "Redis was unavailable" in lines[0] and "restarted 1 time(s)" in lines[0]
+        assert "data lost: index re-filled (6 pages from MongoDB, 1 in flight)" in lines[0]
+        assert "4 checks spooled for replay" in lines[0]
+        assert not [r for r in caplog.records if "spooled to" in r.getMessage() and r.levelno >= logging.WARNING]
+    finally:
+        st = open_store(c)
+        st.drop_all()
+        st.close()
+
+
+def test_readonly_redis_is_an_outage_not_a_crash(var):
+    """A Redis that answers READONLY (a replica) is retried like a dead one, then spooled; no exception."""
+    c = cfg(var)
+    st = open_store(c)
+    try:
+        crawl(st, "p0", *story(0))
+        st.redis.execute_command("REPLICAOF", "127.0.0.1", "1")
+        assert crawl(st, "p1", *story(1)) == "spooled"
+        st.redis.execute_command("REPLICAOF", "NO", "ONE")
+        time.sleep(1.1)
+        assert crawl(st, "p2", *story(2)) == "new"
+        assert crawl(st, "c0", *story(0)) == "exact"
+    finally:
+        st.redis.execute_command("REPLICAOF", "NO", "ONE")
+        st.drop_all()
+        st.close()
+
+
+def test_every_redis_error_class_is_transient():
+    """MISCONF, READONLY, LOADING, BUSY and cluster redirections are outages; a script bug is not."""
+    import redis.exceptions as rx
+
+    from storage.connection import is_transient
+
+    for exc in (rx.ResponseError("MISCONF Redis is configured to save RDB snapshots, but it's not able to"),
+                rx.ResponseError("BUSY Redis is busy running a script."), rx.ReadOnlyError("READONLY replica"),
+                rx.BusyLoadingError("LOADING Redis is loading the dataset in memory"),
+                rx.MovedError("3999 127.0.0.1:6381"), rx.AskError("3999 127.0.0.1:6381"),
+                rx.TryAgainError("TRYAGAIN"), rx.ClusterDownError("CLUSTERDOWN"), rx.ConnectionError("gone")):
+        assert is_transient("redis", exc), exc
+    assert is_transient("redis", rx.ResponseError("Error running script (call to f_1): @user_script:53: -READONLY You"))
+    assert not is_transient("redis", rx.ResponseError("WRONGTYPE Operation against a key"))
+    assert not is_transient("redis", rx.ResponseError("Error running script: user_script:1: ASKING is not a command"))
+    assert not is_transient("mongo", rx.ConnectionError("a Redis error is not a MongoDB outage"))
+
+
+def test_unreadable_original_is_deferred_then_demoted_by_replay(var):
+    """A passage copy whose original's text cannot be read (MongoDB down, text no longer in Redis) is
+    never decided "new": it is kept for now with a `recheck` in the spool, and the replay moves it to
+    duplicates."""
+    from fingerprint.neardup import DedupDoc, DedupEngine
+    from storage.dedup_index import RedisDedupIndex
+    from tests.reliability.reliability_helpers import make_stories, passage_copy
+
+    title, paragraphs = make_stories(1)[0]
+    c = cfg(var, auto_restart=False)
+    st = open_store(c)
+    engine = DedupEngine(index=RedisDedupIndex(st))
+    original = DedupDoc.of(st.new_page_id(), "\n".join(paragraphs), url="http://t/o")
+    copy = DedupDoc.of(st.new_page_id(), "\n".join(passage_copy(paragraphs, 0)), url="http://t/c")
+    assert engine.decide(original).kind == "new"
+    st.save_page(_page(original))
+    sigkill(var, "mongo")
+    verdict = engine.decide(copy)
+    assert (verdict.kind, verdict.spooled) == ("new", True)
+    st.save_page(_page(copy))                            # spooled too
+    assert [e["op"] for p in st.spool.pending() + [st.spool._path] for e in st.spool.entries(p)] == \
+        ["recheck", "save_page"]
+    st.close()
+    srv.ensure(var, "mongo")
+    st = open_store(c)
+    try:
+        assert [p["url"] for p in st.pages.find()] == ["http://t/o"]
+        dup = st.duplicates.find_one()
+        assert (dup["url"], dup["original_id"], dup["method"]) == ("http://t/c", original.page_id, "passages")
+        assert st.spool.count() == 0
+    finally:
+        st.drop_all()
+        st.close()
+
+
+def _page(doc) -> dict:
+    return {"_id": doc.page_id, "url": doc.url, "text": doc.text, "content_hash": doc.content_hash,
+            "simhash": doc.simhash, "sketch": list(doc.sketch), "site": "t"}
+
+
+def test_status_reports_mongodb_when_redis_is_down(var):
+    """`storage status --json` with Redis dead: MongoDB's counts and the spool are still reported."""
+    import json
+    import subprocess
+    import sys
+
+    c = cfg(var, auto_restart=False)
+    st = open_store(c)
+    try:
+        crawl(st, "p0", *story(0))
+        sigkill(var, "redis")
+        env = {**os.environ, "ZHDEDUP_VAR": str(var), "ZHDEDUP_DB": c.db_name, "ZHDEDUP_PREFIX": c.key_prefix}
+        env.pop("MONGO_URI", None)
+        env.pop("REDIS_URL", None)
+        res = subprocess.run([sys.executable, "-m", "storage", "status", "--json"], env=env, capture_output=True,
+                             text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+        out = json.loads(res.stdout)
+        assert out["redis"]["ok"] is False and out["mongo"]["ok"] is True
+        assert out["counts"]["pages"] == 1
+        assert out["spool"]["entries"] == 0
+        assert not srv.info(var, "redis").running        # status starts nothing
+    finally:
+        srv.ensure(var, "redis")
+        st.drop_all()
+        st.close()
+
+
+def test_runs_of_killed_crawlers_are_closed_as_interrupted(var):
+    """A run whose process is gone on this host is closed as interrupted by the next start_run; runs of
+    live processes, and young runs of other hosts, are left alone."""
+    import datetime as dt
+    import socket
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host, old = socket.gethostname(), dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)
+    c = cfg(var)
+    st = open_store(c)
+    try:
+        st.runs.insert_many([
+            {"_id": "dead", "spider": "news", "started": old, "finished": None, "pid": dead.pid, "host": host},
+            {"_id": "live", "spider": "news", "started": old, "finished": None, "pid": os.getppid(), "host": host},
+            {"_id": "away", "spider": "news", "started": dt.datetime.now(dt.timezone.utc), "finished": None,
+             "pid": 1, "host": "elsewhere"},
+            {"_id": "away-old", "spider": "news", "started": old, "finished": None, "pid": 1, "host": "elsewhere"},
+        ])
+        rid = st.start_run("news")
+        runs = {str(r["_id"]): r for r in st.runs.find()}
+        assert runs["dead"]["status"] == "interrupted" and runs["dead"]["finished"] is not None
+        assert runs["away-old"]["status"] == "interrupted"
+        assert runs["live"]["finished"] is None and runs["away"]["finished"] is None
+        assert (runs[rid]["pid"], runs[rid]["host"]) == (os.getpid(), host)
+    finally:
+        st.drop_all()
+        st.close()
