@@ -496,6 +496,7 @@ def delete_matching(r: redis.Redis, patterns: Sequence[str], extra: Sequence[str
 
 
 _SEED = struct.Struct(">QI")
+INTENT_SECONDS = 60  # a cluster claim's intent outlives no crawler that died while claiming
 
 
 class RedisSeedIndex:
@@ -701,13 +702,25 @@ class RedisSketchIndex:
         The claim number comes from one INCR on ``skseq`` (one small hot key). Which of two pages is
         earlier is decided where they share their LOWEST value: the one whose entry comes first there.
         A page seen before this one at some value has already claimed all its lower values (ascending
-        order), so re-reading this page's lower values shows whether it came after this one there.
+        order), so re-reading this page's values shows whether it came after this one there. How many
+        values two pages share is counted on that re-read, or, for a page still claiming, from its
+        intent (its whole sketch, written before its first bucket and deleted after its last): a page
+        seen at one value while it is still claiming may share more.
         """
         seq = int(self.r.incr(f"{self.prefix}skseq"))
-        buckets = self._buckets(values)
+        mine = sorted(set(_value_bytes(values)))
+        intent = f"{self.prefix}ski:{pid.hex()}"
+        self.r.set(intent, b"".join(mine), ex=INTENT_SECONDS)
+        try:
+            return self._claim_buckets(pid, seq, mine, min_shared)
+        finally:
+            self.r.delete(intent)
+
+    def _claim_buckets(self, pid: bytes, seq: int, mine: list[bytes], min_shared: int) -> tuple[int, list]:
+        buckets = self._buckets([int.from_bytes(v, "big") for v in mine])
         order = [(key, f) for key, fields in buckets for f in fields]
         before: dict[bytes, int] = {}      # id -> lowest value index where it was before this page
-        shared: dict[bytes, list] = {}     # id -> [values shared, claim number]
+        claims: dict[bytes, int] = {}      # id -> its claim number
         base = 0
         for key, fields in buckets:
             res = self._bucket(keys=[key], args=[pid, f"{seq:012d}", *fields])
@@ -717,17 +730,28 @@ class RedisSketchIndex:
                 at = int(res[j])
                 if at > 0:
                     before.setdefault(res[j + 1], base + at - 1)
-                shared.setdefault(res[j + 1], [0, int(res[j + 2])])[0] += 1
+                claims.setdefault(res[j + 1], int(res[j + 2]))
             base += len(fields)
-        limit = max(before.values(), default=0)
-        if limit:
-            pipe = self.r.pipeline(transaction=False)
-            for key, field in order[:limit]:
-                pipe.hget(key, field)
-            present = [set(_entry_ids(cur)) for cur in pipe.execute()]
-            before = {o: at for o, at in before.items() if not any(o in ids for ids in present[:at])}
-        return seq, [(decode_id(o), n, min(s, seq - 1) if o in before else max(s, seq + 1))
-                     for o, (n, s) in shared.items() if n >= min_shared]
+        pipe = self.r.pipeline(transaction=False)
+        for o in claims:   # intents first: a page whose intent is gone has claimed every value by now
+            pipe.get(f"{self.prefix}ski:{o.hex()}")
+        intents = dict(zip(claims, pipe.execute()))
+        pipe = self.r.pipeline(transaction=False)
+        for key, field in order:
+            pipe.hget(key, field)
+        present = [set(_entry_ids(cur)) - {pid} for cur in pipe.execute()]
+        before = {o: at for o, at in before.items() if not any(o in ids for ids in present[:at])}
+        shared: dict[bytes, int] = {}
+        for ids in present:
+            for o in ids:
+                shared[o] = shared.get(o, 0) + 1
+        mine_set = set(mine)
+        for o, blob in intents.items():
+            if blob:
+                theirs = {blob[i:i + 8] for i in range(0, len(blob), 8)}
+                shared[o] = max(shared.get(o, 0), len(mine_set & theirs))
+        return seq, [(decode_id(o), n, min(claims.get(o, seq), seq - 1) if o in before
+                      else max(claims.get(o, seq), seq + 1)) for o, n in shared.items() if n >= min_shared]
 
     def unclaim(self, page_id: str, values: Sequence[int]) -> None:
         """Take a page's sketch out (a copy found after its claim, a purge)."""
@@ -740,4 +764,5 @@ class RedisSketchIndex:
 
     def clear(self) -> int:
         """Delete every sketch."""
-        return delete_matching(self.r, [_glob(self.prefix) + "sk:*"], [self.prefix + "skseq"])
+        return delete_matching(self.r, [_glob(self.prefix) + "sk:*", _glob(self.prefix) + "ski:*"],
+                               [self.prefix + "skseq"])

@@ -59,3 +59,25 @@ def test_rebuild_restores_sketches_from_mongodb(store):
     store.rebuild_index()
     others = store.claim_sketch("e" * 32, [2 ** 64 - 1, 5], 2)[1]
     assert [o[0] for o in others] == ["d" * 32]
+
+
+@pytest.mark.parametrize("redis_mode", ["cluster"])
+def test_a_page_overtaken_while_claiming_is_still_the_earlier_one(store, store_config):
+    """Cluster claims go bucket by bucket: E claims its lowest value, L then claims everything, then E
+    finishes. E came first where they share their lowest value, so L (and only L) must see E as earlier,
+    although L met E at one value only while claiming (E's intent says they share eight)."""
+    from storage.redis_index import INTENT_SECONDS, encode_id
+
+    index = RedisSketchIndex(redis_client(store.redis_url), store_config.key_prefix)
+    values = [(v << 60) + 7 for v in range(8)]
+    mine = sorted(v.to_bytes(8, "big") for v in values)
+    e_id, e_seq = encode_id("e-page"), int(index.r.incr(f"{store_config.key_prefix}skseq"))
+    intent = f"{store_config.key_prefix}ski:{e_id.hex()}"
+    index.r.set(intent, b"".join(mine), ex=INTENT_SECONDS)
+    (key, fields), *_ = index._buckets(values)
+    index._bucket(keys=[key], args=[e_id, f"{e_seq:012d}", *fields])       # E: its lowest value only
+    l_seq, l_others = index.claim("l-page", values, 2)                       # L: every value
+    e_result = index._claim_buckets(e_id, e_seq, mine, 2)                    # E finishes
+    index.r.delete(intent)
+    assert [(o, n) for o, n, s in l_others if s < l_seq] == [("e-page", 8)]
+    assert [o for o, _, s in e_result[1] if s < e_result[0]] == []
