@@ -49,6 +49,16 @@ MASK64 = (1 << 64) - 1
 _HEX_ID = re.compile(r"[0-9a-f]{24}|[0-9a-f]{32}")
 _RAW_LENGTHS = (12, 16)
 
+# Lua numbers are doubles: bits of a 32-bit half counted with LuaBitOp (a popcount for the Hamming distance).
+POPCOUNT_LUA = r"""
+local function pc(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  return band(x, 255) + band(rshift(x, 8), 255) + band(rshift(x, 16), 255) + rshift(x, 24)
+end
+"""
+
 # One round trip: exact check, candidate fetch from the k+1 block sets, Hamming filter, insert.
 # KEYS: ex bucket, own fp bucket, page counter, then the k+1 block sets of this fingerprint.
 # ARGV: prefix, exact field, page id (bytes), fp (8 bytes), member (signed decimal), k, insert flag (1/0).
@@ -64,13 +74,7 @@ if redis.call('HEXISTS', KEYS[1], efield) == 1 then
   -- same content => same SimHash, so the owner is found under this fingerprint
   return {1, redis.call('HGET', KEYS[2], fpf) or '', 0, fp}
 end
-local function pc(x)
-  x = x - band(rshift(x, 1), 0x55555555)
-  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-  x = band(x + rshift(x, 4), 0x0F0F0F0F)
-  return band(x, 255) + band(rshift(x, 8), 255) + band(rshift(x, 16), 255) + rshift(x, 24)
-end
-local function halves(s)
+""" + POPCOUNT_LUA + r"""local function halves(s)
   local neg = string.byte(s, 1) == 45
   local hi, lo = 0, 0
   for i = neg and 2 or 1, #s do
@@ -136,13 +140,7 @@ return 1
 BLOCK_CHECK_LUA = r"""
 local fp, k, insert, tag, pid = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4], ARGV[5]
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
-local function pc(x)
-  x = x - band(rshift(x, 1), 0x55555555)
-  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-  x = band(x + rshift(x, 4), 0x0F0F0F0F)
-  return band(x, 255) + band(rshift(x, 8), 255) + band(rshift(x, 16), 255) + rshift(x, 24)
-end
-local function word(s, i)
+""" + POPCOUNT_LUA + r"""local function word(s, i)
   local a, b, c, d = string.byte(s, i, i + 3)
   return ((a * 256 + b) * 256 + c) * 256 + d
 end

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import time
 import uuid
 from pathlib import Path
@@ -11,6 +10,7 @@ import pytest
 
 from storage import StorageUnavailable, StoreConfig, open_store
 from storage import servers as srv
+from tests.reliability.reliability_helpers import sigkill
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +28,6 @@ def cfg(var: Path, **kw) -> StoreConfig:
                        timeout_seconds=0.5, **kw)
 
 
-def sigkill(var: Path, name: str) -> int:
-    pid = int((var / "run" / f"{name}.pid").read_text())
-    os.kill(pid, signal.SIGKILL)
-    while srv.pid_alive(pid, name):
-        time.sleep(0.02)
-    return pid
 
 
 def story(i: int) -> tuple[str, int]:
