@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from crawler.demo_site.content import BOOK, STORIES
 from crawler.demo_site.server import Resource, SiteServer
@@ -328,6 +328,17 @@ class Ticker:
 # ---- the fault-injection suite (tests/reliability/test_reliability_faults.py, benchmarks/bench_faults.py) ----
 SCENARIOS = ("mongo", "redis", "redis_wipe", "both", "crawler_and_server")
 ALL_COPIES = ("exact", "near", "passages")
+
+
+def embedded_var(path: Path) -> Iterator[Path]:
+    """A private var dir with its own embedded servers (tests kill them), stopped at the end."""
+    from storage import servers as srv
+
+    srv.ensure_all(path)
+    try:
+        yield path
+    finally:
+        srv.stop(path)
 
 
 def sigkill(var: Path, name: str) -> int:

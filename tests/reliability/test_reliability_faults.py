@@ -12,7 +12,7 @@ import pytest
 
 from storage import StoreConfig, open_store
 from storage import servers as srv
-from tests.reliability.reliability_helpers import ALL_COPIES, SCENARIOS, NewsSites, run_fault_scenario
+from tests.reliability.reliability_helpers import ALL_COPIES, SCENARIOS, NewsSites, embedded_var, run_fault_scenario
 
 pytestmark = pytest.mark.timeout(300)
 SEEDS = [int(s) for s in os.environ.get("ZHDEDUP_FAULT_SEEDS", "1").split(",")]
@@ -21,10 +21,7 @@ SEEDS = [int(s) for s in os.environ.get("ZHDEDUP_FAULT_SEEDS", "1").split(",")]
 @pytest.fixture(scope="module")
 def var(tmp_path_factory):
     """A private var dir whose embedded servers these tests kill; stopped at the end."""
-    path = tmp_path_factory.mktemp("faultsuite")
-    srv.ensure_all(path)
-    yield path
-    srv.stop(path)
+    yield from embedded_var(tmp_path_factory.mktemp("faultsuite"))
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import pytest
 
 from storage import StoreConfig, open_store
 from storage import servers as srv
-from tests.reliability.reliability_helpers import (CrawlProc, NewsSites, assert_every_story_once, crawl_env, sigkill,
-                                                   stored, wait_until)
+from tests.reliability.reliability_helpers import (CrawlProc, NewsSites, assert_every_story_once, crawl_env, embedded_var,
+                                                   sigkill, stored, wait_until)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -22,10 +22,7 @@ pytestmark = pytest.mark.timeout(180)
 @pytest.fixture(scope="module")
 def var(tmp_path_factory):
     """A private var dir whose embedded servers these tests kill; stopped at the end."""
-    path = tmp_path_factory.mktemp("relvar")
-    srv.ensure_all(path)
-    yield path
-    srv.stop(path)
+    yield from embedded_var(tmp_path_factory.mktemp("relvar"))
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,13 @@ import pytest
 
 from storage import StorageUnavailable, StoreConfig, open_store
 from storage import servers as srv
-from tests.reliability.reliability_helpers import sigkill
+from tests.reliability.reliability_helpers import embedded_var, sigkill
 
 
 @pytest.fixture(scope="module")
 def var(tmp_path_factory):
     """A private var dir whose embedded servers these tests may kill."""
-    path = tmp_path_factory.mktemp("faultvar")
-    srv.ensure_all(path)
-    yield path
-    srv.stop(path)
+    yield from embedded_var(tmp_path_factory.mktemp("faultvar"))
 
 
 def cfg(var: Path, **kw) -> StoreConfig:
