@@ -43,7 +43,7 @@ class HammingIndex:
         self._row_of: dict[Hashable, int] = {}
         self._values = [np.zeros(0, dtype=_value_dtype(w)) for _, w in self.layout]
         self._rows = [np.zeros(0, dtype=np.uint32) for _ in self.layout]
-        self._pending: list[tuple[int, int]] = []
+        self._pending: dict[int, int] = {}  # row -> fingerprint, not yet merged into the sorted tables
         self._pending_blocks: list[dict[int, list[int]]] = [{} for _ in self.layout]
         self._dead = 0
 
@@ -64,7 +64,7 @@ class HammingIndex:
         row = len(self._keys)
         self._keys.append(key)
         self._row_of[key] = row
-        self._pending.append((fp, row))
+        self._pending[row] = fp
         for i, blocks in enumerate(self._pending_blocks):
             blocks.setdefault(self._block(fp, i), []).append(row)
         if len(self._pending) >= max(self._merge_at, len(self._fps) // 8):
@@ -96,12 +96,7 @@ class HammingIndex:
         self._dead += 1
         if row < len(self._alive):
             self._alive[row] = False
-        else:
-            self._pending = [(fp, r) for fp, r in self._pending if r != row]
-            for blocks in self._pending_blocks:
-                for rows in blocks.values():
-                    if row in rows:
-                        rows.remove(row)
+        # a pending row stays in the buffer (rows must stay contiguous): query skips it, _merge marks it dead
         return True
 
     def query(self, fp: int, k: int | None = None) -> list[tuple[Hashable, int]]:
@@ -126,7 +121,7 @@ class HammingIndex:
         main = len(self._fps)
         if not self._pending or rows.max() < main:
             return self._fps[rows]
-        pending = dict((r, f) for f, r in self._pending)
+        pending = self._pending
         return np.array([int(self._fps[r]) if r < main else pending[r] for r in rows.tolist()],
                         dtype=np.uint64)
 
@@ -149,12 +144,13 @@ class HammingIndex:
     def _merge(self) -> None:
         if not self._pending:
             return
-        self._fps = np.concatenate([self._fps, np.array([f for f, _ in self._pending], dtype=np.uint64)])
+        self._fps = np.concatenate([self._fps, np.fromiter(self._pending.values(), dtype=np.uint64,
+                                                           count=len(self._pending))])
         self._alive = np.concatenate([self._alive, np.ones(len(self._pending), dtype=bool)])
         for row in range(len(self._alive) - len(self._pending), len(self._alive)):
             if self._row_of.get(self._keys[row]) != row:
                 self._alive[row] = False
-        self._pending = []
+        self._pending = {}
         self._pending_blocks = [{} for _ in self.layout]
         self._rebuild_tables()
 

@@ -1,3 +1,5 @@
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -69,3 +71,25 @@ def test_single_pass_joins_nearest_centre():
     assert (joined.cluster, joined.distance) == ("a", 2)
     assert sp.add("c", 0xFFFF).duplicate_of is None
     assert sp.clusters == 2 and sp.sizes["a"] == 2
+
+
+def test_adds_removes_and_merges_interleaved_equal_brute_force():
+    """Removing a key still in the add buffer must not shift the rows merged after it."""
+    rng = random.Random(3)
+    idx = HammingIndex(3, merge_at=50)
+    ref: dict[int, int] = {}
+    for _ in range(4000):
+        op = rng.random()
+        if op < 0.6:
+            key, fp = rng.randrange(800), rng.getrandbits(64)
+            idx.add(fp, key)
+            ref[key] = fp
+        elif op < 0.75 and ref:
+            key = rng.choice(list(ref))
+            assert idx.remove(key)
+            del ref[key]
+        elif ref:
+            q = rng.choice(list(ref.values())) ^ (1 << rng.randrange(64))
+            want = sorted((key, bin(fp ^ q).count("1")) for key, fp in ref.items() if bin(fp ^ q).count("1") <= 3)
+            assert sorted(idx.query(q)) == want
+    assert len(idx) == len(ref)
