@@ -1,4 +1,5 @@
-/* Compiled kernels for the two per-document hot loops: SimHash of a token list and pinyin-initial DNA.
+/* Compiled kernels for the per-document hot loops: SimHash of a token list, pinyin-initial DNA and the
+ * passage sketch (smallest winnowed seeds).
  *
  * Each function gives exactly what its numpy version in tokens.py/simhash.py and dna.py gives (the
  * tests compare them on real texts): the same token hash, the same IEEE double operations in the same
@@ -416,15 +417,105 @@ static PyObject *dna(PyObject *self, PyObject *args)
     return result;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The value of each window's leftmost minimum (seeds.py winnow), once per change of position; returns the count. */
+static Py_ssize_t winnowed(const uint64_t *h, Py_ssize_t n, Py_ssize_t w, uint64_t *picked)
+{
+    Py_ssize_t width = n <= w ? n : w, windows = n - width + 1, m = 0, last = -1;
+    for (Py_ssize_t i = 0; i < windows; i++) {
+        Py_ssize_t best = i, end = i + width - 1;
+        if (last >= i) /* the previous minimum is still inside: only the new hash can beat it */
+            best = h[end] < h[last] ? end : last;
+        else
+            for (Py_ssize_t j = i + 1; j <= end; j++)
+                if (h[j] < h[best])
+                    best = j;
+        if (best != last)
+            picked[m++] = h[best];
+        last = best;
+    }
+    return m;
+}
+
+PyDoc_STRVAR(smallest_seeds_doc,
+"smallest_seeds(codes, size, k, w) -> list[int]\n\n"
+"The `size` smallest distinct winnowed seed hashes of a letter stream (uint8 codes 0..31), equal to\n"
+"seeds.py's numpy path.");
+
+static PyObject *smallest_seeds(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t size;
+    int k, w;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "Onii", &obj, &size, &k, &w))
+        return NULL;
+    if (k < 1 || k > 12 || w < 1) {
+        PyErr_SetString(PyExc_ValueError, "k must be 1..12 and w >= 1");
+        return NULL;
+    }
+    if (get_buffer(obj, &view, 1, 0, "codes") < 0)
+        return NULL;
+    const uint8_t *c = view.buf;
+    Py_ssize_t n = view.len - k + 1;
+    for (Py_ssize_t i = 0; i < view.len; i++)
+        if (c[i] > 31) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_ValueError, "codes: letter codes must be 0..31");
+            return NULL;
+        }
+    PyObject *out = PyList_New(0);
+    if (!out || n <= 0 || size <= 0) {
+        PyBuffer_Release(&view);
+        return out;
+    }
+    uint64_t *h = malloc(2 * (size_t)n * sizeof(uint64_t));
+    if (!h) {
+        PyBuffer_Release(&view);
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
+    uint64_t code = 0, mask = ((uint64_t)1 << (5 * k)) - 1;
+    for (Py_ssize_t i = 0; i < view.len; i++) {
+        code = ((code << 5) | c[i]) & mask;
+        if (i >= k - 1)
+            h[i - k + 1] = mix64(code);
+    }
+    PyBuffer_Release(&view);
+    uint64_t *picked = h + n;
+    Py_ssize_t m = winnowed(h, n, w, picked);
+    qsort(picked, (size_t)m, sizeof(uint64_t), cmp_u64);
+    for (Py_ssize_t i = 0, taken = 0; i < m && taken < size; i++) {
+        if (i > 0 && picked[i] == picked[i - 1])
+            continue;
+        PyObject *v = PyLong_FromUnsignedLongLong(picked[i]);
+        if (!v || PyList_Append(out, v) < 0) {
+            Py_XDECREF(v);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(v);
+        taken++;
+    }
+    free(h);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"simhash_tokens", simhash_tokens, METH_VARARGS, simhash_tokens_doc},
     {"dna", dna, METH_VARARGS, dna_doc},
+    {"smallest_seeds", smallest_seeds, METH_VARARGS, smallest_seeds_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "fingerprint._speedups",
-    "Compiled SimHash and DNA kernels; fingerprint/ falls back to numpy without them.", -1, methods,
+    "Compiled SimHash, DNA and sketch kernels; fingerprint/ falls back to numpy without them.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__speedups(void)

@@ -23,12 +23,12 @@ class Fingerprints:
 
 
 def fingerprint_text(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = None,
-                     dna_params: DnaParams = DEFAULT_PARAMS) -> Fingerprints:
-    """Normalise once, then SimHash, exact hash and DNA."""
+                     dna_params: DnaParams | None = DEFAULT_PARAMS) -> Fingerprints:
+    """Normalise once, then SimHash, exact hash and DNA (no DNA windows when dna_params is None)."""
     norm = normalize(text)
     return Fingerprints(
         simhash=simhash(norm, weighting, tokenizer, normalized=True),
         content_hash=content_hash(norm, normalized=True),
-        dna=dna(norm, dna_params),
+        dna=dna(norm, dna_params) if dna_params is not None else (),
         length=len(norm),
     )

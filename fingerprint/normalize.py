@@ -90,9 +90,17 @@ def normalize(text: str) -> str:
         text = _ELLIPSIS.sub(SENTENCE_END, text)
     text = _fold_chars(text)  # after this, white space is only " " and "\n"
     if " " in text:
-        text = _HAN_GAP.sub("", _SPACES.sub(" ", text))
-    text = _BLANK_LINES.sub("\n", text)
-    return _REPEATED_PUNCT.sub(r"\1", text).strip()
+        text = _HAN_GAP.sub("", _SPACES.sub(" ", text) if "  " in text else text)
+    if "\n" in text:
+        text = _BLANK_LINES.sub("\n", text)
+    if _has_repeated_punct(text):
+        text = _REPEATED_PUNCT.sub(r"\1", text)
+    return text.strip()
+
+
+def _has_repeated_punct(text: str) -> bool:
+    """A cheap pre-test for _REPEATED_PUNCT (substring tests scan far faster than the regex)."""
+    return "。。" in text or "。，" in text or "，。" in text or "，，" in text
 
 
 @lru_cache(maxsize=None)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from fingerprint import speedups
+
 LETTER_BITS = 5
 SEED_K = 12
 SEED_W = 12
@@ -57,6 +59,9 @@ def seeds(codes: np.ndarray, k: int = SEED_K, w: int = SEED_W) -> tuple[np.ndarr
 def smallest_seeds(codes: np.ndarray, size: int, k: int = SEED_K, w: int = SEED_W) -> list[int]:
     """The `size` smallest distinct seed hashes, as sorted(set(seeds(codes)[0]))[:size], without winnowing
     the whole stream: only the smallest k-gram hashes are tested for being a window's leftmost minimum."""
+    kernel = speedups.KERNEL
+    if kernel is not None and k <= 12 and codes.dtype == np.uint8:
+        return kernel.smallest_seeds(np.ascontiguousarray(codes), size, k, w)
     hashes = mix64(gram_codes(codes, k))
     n = len(hashes)
     if n <= w or size <= 0:

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fingerprint import Tokenizer, dna, normalize, simhash, speedups
-from fingerprint.dna import SEED_PARAMS, DnaParams
+from fingerprint.dna import SEED_PARAMS, DnaParams, letter_stream
+from fingerprint.seeds import smallest_seeds
 from fingerprint.tokens import BUCKET_BITS, idf_buckets
 
 KERNEL = speedups.KERNEL
@@ -58,6 +59,23 @@ def test_dna_equals_numpy_on_real_texts(chapters, news):
                 assert compiled == numpy_, (params, form[:40])
 
 
+def test_sketch_seeds_equal_numpy_on_real_texts(chapters, news):
+    streams = [letter_stream(t["text"])[0] for t in chapters[:20] + news[:80]]
+    streams += [s[:n] for s in streams[:10] for n in (0, 11, 12, 13, 23, 24, 25)]
+    for codes in streams:
+        for size, k, w in ((8, 12, 12), (1, 12, 12), (40, 5, 3), (8, 12, 1), (3, 1, 30)):
+            compiled, numpy_ = both(smallest_seeds, codes, size, k, w)
+            assert compiled == numpy_, (size, k, w, len(codes))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 31), max_size=120), st.integers(0, 12), st.integers(1, 12), st.integers(1, 16))
+def test_sketch_seeds_equal_numpy_on_any_stream(codes, size, k, w):
+    """Ties (few distinct letters) and streams at or below the window size included."""
+    arr = np.array(codes, dtype=np.uint8)
+    assert len(set(map(tuple, both(smallest_seeds, arr, size, k, w)))) == 1
+
+
 texts = st.text(st.one_of(st.sampled_from("天地玄黄宇宙洪荒日月盈昃辰宿列张。！？；…\n，的了是 ab1"),
                           st.characters(max_codepoint=0x10FFFF)), max_size=400)
 
@@ -90,3 +108,9 @@ def test_bad_arguments_raise_instead_of_reading_past_a_buffer():
         KERNEL.dna("天", codes, codes, column + 99, shares, 48, 24, 4, True)
     with pytest.raises(ValueError, match="step"):
         KERNEL.dna("天", codes, codes, column, shares, 48, 0, 4, True)
+    with pytest.raises(ValueError):
+        KERNEL.smallest_seeds(np.array([1, 2, 32] * 10, dtype=np.uint8), 8, 12, 12)
+    with pytest.raises(ValueError):
+        KERNEL.smallest_seeds(np.zeros(30, dtype=np.uint16), 8, 12, 12)
+    with pytest.raises(ValueError):
+        KERNEL.smallest_seeds(np.zeros(30, dtype=np.uint8), 8, 13, 12)
