@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import lxml.html
 
 from extract.boilerplate import RELATED_HEAD, clean_lines, strip_edges, trim_nav_runs
-from extract.dom import CJK, SENTENCE_END, Page, anchor_texts, container_lines, load, visible_len, walk
+from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty
 
@@ -161,7 +161,7 @@ def language_of(tree: lxml.html.HtmlElement, text: str) -> str | None:
     lang = (tree.get("lang") or tree.get("xml:lang") or "").strip().lower()
     if lang:
         return lang.split(",")[0]
-    if text and len(CJK.findall(text)) / max(1, visible_len(text)) > 0.3:
+    if text and cjk_count(text) / max(1, visible_len(text)) > 0.3:
         return "zh"
     return None
 

@@ -99,6 +99,10 @@ NOVEL_INLINE = [re.compile(p) for p in (
     r"(投推荐票|加入书签|章节错误，?点此举报|章节报错)",
 )]
 
+# Every NOVEL_INLINE pattern needs one of these words: a line without any is left as it is (one scan, not 7).
+NOVEL_WORDS = re.compile("手机用户请|本章未完|上一章|上一页|一秒记住|请记住本书首发域名|本书首发来自|最新章节请到|最快更新|"
+                         "投推荐票|加入书签|章节错误|章节报错")
+
 
 def is_edge_credit(line: str) -> bool:
     """A short credit/byline line (only removed at the body's edges)."""
@@ -129,6 +133,8 @@ def is_junk(line: str) -> bool:
 
 def strip_novel_ads(line: str) -> str:
     """Remove pirate-site ads spliced into a line of chapter text."""
+    if not NOVEL_WORDS.search(line):
+        return line.strip()
     for p in NOVEL_INLINE:
         line = p.sub("", line)
     return line.strip()

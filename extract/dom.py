@@ -14,6 +14,7 @@ from lxml import etree
 from extract.encoding import decode
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+NON_CJK = re.compile(r"[^\u3400-\u9fff\uf900-\ufaff]+")
 SPACE = re.compile(r"\s+")
 PUNCT = re.compile(r"[，。！？；：、“”!?;]|[,.](?=\s)")   # a '.' inside a URL or a number is not punctuation
 SENTENCE_END = re.compile(r"[。！？!?…]")
@@ -34,6 +35,11 @@ LINE_TAGS = {"p", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "
              "blockquote", "pre", "table", "ul", "ol", "dd", "dt", "figure", "figcaption", "center", "td"}
 SKIP_TAGS = {"script", "style", "noscript", "template", "iframe", "select", "button", "form", "nav"}
 
+
+
+def cjk_count(text: str) -> int:
+    """Number of CJK characters (one regex pass that builds no list of matches)."""
+    return len(NON_CJK.sub("", text))
 
 def visible_len(text: str) -> int:
     """Non-whitespace characters: the length that matters for Chinese text."""
@@ -156,7 +162,7 @@ def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
                 out.link_chars += len(text)
             else:
                 block.chars += len(text)
-                block.cjk += len(CJK.findall(text))
+                block.cjk += cjk_count(text)
                 block.punct += len(PUNCT.findall(text))
         stack.extend((child, in_link, block) for child in reversed(el))
     for block in reversed(out.blocks):  # children come after their parents: roll paragraphs up

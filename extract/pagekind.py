@@ -97,6 +97,8 @@ def linked_items(root: Any) -> set:
 
 def _is_item(el: Any) -> bool:
     """Short, and at least ITEM_LINKS of its text is link text."""
+    if next(el.iter("a"), None) is None:  # no link text at all (most article paragraphs): not an item
+        return False
     total = visible_len(el.text_content())
     if not total or total > ITEM_MAX:
         return False

@@ -30,6 +30,7 @@ class StoreConfig:
     auto_restart: bool = True        # restart a dead embedded server mid-crawl
     replay_spool: bool = True        # replay var/spool/*.jsonl when the store opens
     phantom_seconds: float = 120.0   # an indexed page still missing from MongoDB after this was never saved
+    retry_writes: bool | None = None  # the driver's retryable writes; None: off for the embedded server
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "StoreConfig":

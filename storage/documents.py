@@ -5,6 +5,7 @@ import logging
 from typing import Any, Iterable
 
 import bson
+from pymongo.errors import BulkWriteError
 
 from .errors import BadDocument
 from .schema import to_unsigned64
@@ -29,6 +30,21 @@ def out(doc: dict | None) -> dict | None:
     if isinstance(doc.get("dna"), list):
         doc["dna"] = [int(x) if isinstance(x, str) else x for x in doc["dna"]]
     return doc
+
+
+def insert_once(collection: Any, docs: list[dict]) -> None:
+    """Insert documents whose ids were fixed before the first attempt; an id already there counts as done.
+
+    The store itself retries a write whose reply was lost (the embedded server runs without retryable
+    writes, storage.connection), so a second attempt may find the first attempt's documents."""
+    if any("_id" not in d for d in docs):
+        raise ValueError("insert_once needs every document's _id set before the first attempt")
+    try:
+        collection.insert_many(docs, ordered=False)
+    except BulkWriteError as exc:
+        if exc.details.get("writeConcernErrors") or any(
+                e.get("code") != 11000 for e in exc.details.get("writeErrors", [])):
+            raise
 
 
 def check_keys(doc: Any, path: str = "") -> None:

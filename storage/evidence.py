@@ -150,7 +150,13 @@ class EvidenceStore(Connection):
         }
 
     def _append(self, record: dict) -> int:
-        """Take the next seq and insert; a writer that lost the race for that seq re-reads and retries."""
+        """Take the next seq and insert; a writer that lost the race for that seq re-reads and retries.
+        An earlier attempt whose reply was lost (the store retries it) is found by its content digest."""
+        done = self.evidence.find_one({"match_id": record["match_id"], "content_digest": content_digest(record)},
+                                      {"digest": 1})
+        if done is not None:
+            self._advance_head(int(done["_id"]), done["digest"])
+            return int(done["_id"])
         for _ in range(APPEND_ATTEMPTS):
             last = self.evidence.find_one({}, {"digest": 1},
                                           sort=[("_id", pymongo.DESCENDING)])

@@ -7,6 +7,7 @@ import time
 from typing import Any, Iterable
 
 import redis
+from bson import ObjectId
 from pymongo.errors import PyMongoError
 
 from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams, Verdict, publish_date
@@ -15,6 +16,7 @@ from .catalog import SourceStore
 from .connection import COLLECTIONS
 from .dedup import DedupStore
 from .dedup_index import RedisDedupIndex
+from .documents import insert_once
 from .errors import StorageUnavailable
 from .matches import MatchStore
 from .pages import PageStore
@@ -231,7 +233,8 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         elif op == "record_duplicate":
             self._retry("mongo", self.duplicates.update_one, {"url": a["doc"]["url"]}, {"$set": a["doc"]}, upsert=True)
         elif op == "record_outcomes":
-            self._retry("mongo", self.outcomes.insert_many, a["records"], ordered=False)
+            records = [r if "_id" in r else {**r, "_id": ObjectId()} for r in a["records"]]  # older spools
+            self._retry("mongo", insert_once, self.outcomes, records)
         elif op == "start_run":
             self._retry("mongo", self.runs.replace_one, {"_id": a["doc"]["_id"]}, a["doc"], upsert=True)
         elif op == "finish_run":

@@ -11,7 +11,7 @@ from .connection import Connection
 from .documents import check_keys, out
 from .errors import BadDocument, StorageUnavailable
 from .matchlist import SORTS, MatchQuery, decode_cursor, find_matches
-from .schema import MATCH_STATUSES, REVIEW_ACTIONS, now, to_oid, utc
+from .schema import MATCH_STATUSES, REVIEW_ACTIONS, new_id, now, to_oid, utc
 
 EXPORT_MAX = 100_000
 REVIEW_FIELDS = ("_id", "id", "status", "created", "history", "reviewer", "note", "reviewed")
@@ -45,12 +45,15 @@ class MatchStore(Connection):
         """Confirm, dismiss, license or reopen a match; the decision is appended to its history. None if no such match."""
         if action not in REVIEW_ACTIONS:
             raise ValueError(f"review action must be one of {sorted(REVIEW_ACTIONS)}, not {action!r}")
-        at = now()
-        entry = {"action": action, "reviewer": reviewer, "note": note, "at": at}
+        at, oid = now(), to_oid(match_id)
+        entry = {"id": new_id(), "action": action, "reviewer": reviewer, "note": note, "at": at}
         upd = {"$set": {"status": REVIEW_ACTIONS[action], "reviewer": reviewer, "note": note, "reviewed": at},
                "$push": {"history": entry}}
-        res = self._retry("mongo", self.matches.find_one_and_update, {"_id": to_oid(match_id)}, upd,
-                          return_document=pymongo.ReturnDocument.AFTER)
+        # the entry's id makes a retry after a lost reply a no-op instead of a second history entry
+        res = self._retry("mongo", self.matches.find_one_and_update, {"_id": oid, "history.id": {"$ne": entry["id"]}},
+                          upd, return_document=pymongo.ReturnDocument.AFTER)
+        if res is None:
+            res = self._retry("mongo", self.matches.find_one, {"_id": oid, "history.id": entry["id"]})
         return out(res)
 
     # ---- the admin's list and exports --------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 import pymongo
 
 from .connection import Connection
-from .documents import out
+from .documents import insert_once, out
 from .schema import new_id, now, to_oid
 
 TAKEDOWN_STATES = ("up", "gone")
@@ -49,7 +49,7 @@ class NoticeStore(Connection):
         nid = new_id()
         doc = {**notice, "_id": to_oid(nid), "created": notice.get("created") or now(), "status": "draft",
                "sent": None}
-        self._retry("mongo", self.db.notices.insert_one, doc)
+        self._retry("mongo", insert_once, self.db.notices, [doc])
         ids = [to_oid(i["match_id"]) for i in notice["items"]]
         self._retry("mongo", self.matches.update_many, {"_id": {"$in": ids}}, {"$set": {"notice_id": nid}})
         for item in notice["items"]:
@@ -71,9 +71,12 @@ class NoticeStore(Connection):
 
     def mark_notice_sent(self, notice_id: str, by: str = "") -> bool:
         """Mark a draft notice as sent; False when it was already sent (a notice is sent once)."""
-        res = self._retry("mongo", self.db.notices.update_one, {"_id": to_oid(notice_id), "status": "draft"},
-                          {"$set": {"status": "sent", "sent": now(), "sent_by": by}})
-        return res.modified_count == 1
+        oid, token = to_oid(notice_id), new_id()
+        res = self._retry("mongo", self.db.notices.update_one, {"_id": oid, "status": "draft"},
+                          {"$set": {"status": "sent", "sent": now(), "sent_by": by, "sent_token": token}})
+        # a retry after a lost reply finds the notice sent by this very call
+        return res.modified_count == 1 or self._retry("mongo", self.db.notices.count_documents,
+                                                       {"_id": oid, "sent_token": token}) == 1
 
     # ---- follow-up ---------------------------------------------------------------------------------
     def noticed_urls(self, site: str | None = None) -> list[dict]:

@@ -8,7 +8,7 @@ import socket
 from typing import Any, Iterator
 
 from .connection import Connection
-from .documents import check_text, fit_bson, out
+from .documents import check_text, fit_bson, insert_once, out
 from .errors import BadDocument, StorageUnavailable
 from .schema import OUTCOMES, new_id, now, to_date, to_oid
 from .servers import pid_alive
@@ -33,7 +33,7 @@ class RunStore(Connection):
         doc = {"_id": rid, "spider": spider, "started": now(), "finished": None, "counts": {},
                "pid": os.getpid(), "host": socket.gethostname()}
         try:
-            self._retry("mongo", self.runs.insert_one, doc)
+            self._retry("mongo", insert_once, self.runs, [doc])
         except StorageUnavailable:
             self._spool("start_run", doc=doc)
         return str(rid)
@@ -85,7 +85,7 @@ class RunStore(Connection):
         if not docs:
             return 0
         try:
-            self._retry("mongo", self.outcomes.insert_many, docs, ordered=False)
+            self._retry("mongo", insert_once, self.outcomes, docs)
         except StorageUnavailable:
             self._spool("record_outcomes", run_id=run_id, records=docs)
         return len(docs)
@@ -117,6 +117,7 @@ def _outcome_doc(run_id: str, record: dict) -> dict:
     if not record.get("url"):
         raise BadDocument("an outcome needs a 'url'")
     doc = {k: record[k] for k in OUTCOME_FIELDS if record.get(k) is not None}
+    doc["_id"] = to_oid(new_id())  # fixed before the first attempt: a retried insert finds it (insert_once)
     doc["run"] = str(run_id)
     doc["reason"] = str(record.get("reason") or "")
     doc["at"] = to_date(doc["at"]) if doc.get("at") else now()

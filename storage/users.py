@@ -11,6 +11,7 @@ import secrets
 from datetime import timedelta
 
 from .connection import Connection
+from .documents import insert_once
 from .schema import now, utc
 
 
@@ -40,8 +41,8 @@ class UserStore(Connection):
         """A new session for the user; returns the token the cookie carries."""
         token = secrets.token_urlsafe(32)
         at = now()
-        self._retry("mongo", self.db.sessions.insert_one,
-                    {"_id": _token_key(token), "user": name, "created": at, "expires": at + lifetime})
+        self._retry("mongo", insert_once, self.db.sessions,
+                    [{"_id": _token_key(token), "user": name, "created": at, "expires": at + lifetime}])
         return token
 
     def session_user(self, token: str | None) -> str | None:

@@ -16,7 +16,7 @@ import pymongo
 
 from .connection import Connection
 from .documents import out
-from .schema import now
+from .schema import new_id, now
 
 WATCH_KINDS = ("auto", "toc", "feed", "sitemap", "page")
 DEFAULT_INTERVAL = 300
@@ -87,9 +87,10 @@ class WatchStore(Connection):
 
     def watch_round_done(self, url: str, interval: float, outcome: dict[str, Any]) -> None:
         """Record one round of a watched URL and when the next one is due."""
-        at = now()
-        self._retry("mongo", self.db.watch_sites.update_one, {"_id": url},
-                    {"$set": {"last_round": at, "next_due": at + timedelta(seconds=interval),
+        at, round_id = now(), new_id()
+        # the round's id makes a retry after a lost reply a no-op instead of a second count
+        self._retry("mongo", self.db.watch_sites.update_one, {"_id": url, "last_round_id": {"$ne": round_id}},
+                    {"$set": {"last_round": at, "last_round_id": round_id, "next_due": at + timedelta(seconds=interval),
                               "last_outcome": outcome}, "$inc": {"rounds": 1}})
 
     # ---- validators --------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from extract.article import NotArticle, extract
 from benchmarks.shared_data import HTML_DIR
@@ -346,3 +348,14 @@ def test_pirate_novel_chapter_generic_path_drops_ads_and_navigation() -> None:
     for ad in ("手机用户请浏览", "一秒记住", "本章未完", "上一章", "章节目录", "加入书签"):
         assert ad not in result.text
     assert result.text.split("\n")[-3:] == gold.split("\n")[-3:]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_every_novel_ad_pattern_needs_a_novel_word(data):
+    """strip_novel_ads skips lines without NOVEL_WORDS: every ad its patterns remove must contain one."""
+    from extract.boilerplate import NOVEL_INLINE, NOVEL_WORDS
+
+    for pattern in NOVEL_INLINE:
+        ad = data.draw(st.from_regex(pattern, fullmatch=True))
+        assert NOVEL_WORDS.search(ad), (pattern.pattern, ad)
