@@ -35,6 +35,49 @@ def run_blocking(crawler, fn: Callable[..., T], *args: Any, **kwargs: Any) -> "a
     return asyncio.get_running_loop().run_in_executor(_holder(crawler).executor, lambda: fn(*args, **kwargs))
 
 
+class GroupCommit:
+    """Group commit of one kind of write: a record is written at once when no write of its kind is under
+    way; records arriving during a write go together in the next one (up to max_items), after an optional
+    extra wait of wait_ms. write_many(records) -> one result (or exception) per record, in a store thread."""
+
+    def __init__(self, crawler, write_many: Callable[[list], list], max_items: int = 100, wait_ms: float = 0.0) -> None:
+        self.crawler = crawler
+        self.write_many = write_many
+        self.max_items = max(1, max_items)
+        self.wait = max(0.0, wait_ms) / 1000
+        self.pending: list[tuple[Any, asyncio.Future]] = []
+        self.writer: asyncio.Task | None = None  # referenced: a task nobody holds may be collected mid-write
+
+    async def save(self, record: Any) -> Any:
+        """This record's result once its batch is written (or spooled); its own exception raised if it has one."""
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append((record, future))
+        if self.writer is None or self.writer.done():
+            self.writer = asyncio.ensure_future(self._write_all())
+        return await future
+
+    async def _write_all(self) -> None:
+        """Write batches until nothing is pending."""
+        while self.pending:
+            if self.wait and len(self.pending) < self.max_items:
+                await asyncio.sleep(self.wait)
+            batch, self.pending = self.pending[:self.max_items], self.pending[self.max_items:]
+            await self._write(batch)
+
+    async def _write(self, batch: list[tuple[Any, asyncio.Future]]) -> None:
+        try:
+            results = await run_blocking(self.crawler, self.write_many, [record for record, _ in batch])
+        except Exception as exc:  # every record of the batch fails with the error (each item says so)
+            results = [exc] * len(batch)
+        for (_, future), result in zip(batch, results):
+            if future.done():
+                continue
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+
 def submit(crawler, fn: Callable[..., T], *args: Any, wait: bool = False) -> None:
     """Hand a blocking store call to the store's I/O threads from a signal handler (no event loop needed);
     with wait, return once it has run (in this thread when the threads are already shut down)."""

@@ -7,7 +7,7 @@ from itemadapter import ItemAdapter
 
 from fingerprint.neardup import DedupDoc, DedupEngine, Verdict, publish_date
 from pipelines import stats as st
-from pipelines._store import run_blocking, store_for
+from pipelines._store import GroupCommit, run_blocking, store_for
 from pipelines.drops import DuplicateItem
 from pipelines.params import dedup_params
 from storage.dedup_index import RedisDedupIndex
@@ -23,6 +23,7 @@ class DedupPipeline:
         self.engine = engine
         self.index = index
         self.store = index.store
+        self.copies = GroupCommit(crawler, self.store.record_duplicates)  # copy records, batched like page saves
 
     @classmethod
     def from_crawler(cls, crawler) -> "DedupPipeline":
@@ -37,30 +38,30 @@ class DedupPipeline:
             return item  # fingerprinting switched off: nothing to compare
         doc = DedupDoc(a["page_id"], a.get("text") or "", a["content_hash"], int(a["simhash"]),
                        tuple(a.get("sketch") or ()), publish_date(a.get("published")), a.get("url"))
-        verdict, original_url, new_copy = await run_blocking(self.crawler, self._decide, doc, a)
+        verdict, original_url, record = await run_blocking(self.crawler, self._decide, doc, a)
         if not verdict.is_duplicate:
             a["dedup"] = {"kind": "unchanged" if verdict.kind == "unchanged" else "new", "spooled": verdict.spooled}
             if verdict.replaced:
                 a["dedup"]["replaced"] = verdict.replaced
                 self.stats.inc_value(st.REPLACED_ORIGINAL)
             return item
+        new_copy = await self.copies.save(record)
         kind = _kind(verdict)
         self.stats.inc_value(st.dropped(kind))
         raise DuplicateItem(kind, verdict.original, original_url, verdict.distance, verdict.coverage, not new_copy)
 
-    def _decide(self, doc: DedupDoc, a: ItemAdapter) -> tuple[Verdict, str, bool]:
-        """The engine's verdict and, for a copy, its record and whether it is new (one thread hand-off)."""
+    def _decide(self, doc: DedupDoc, a: ItemAdapter) -> tuple[Verdict, str, dict | None]:
+        """The engine's verdict and, for a copy, the record to keep of it (one thread hand-off)."""
         verdict = self.engine.decide(doc)
         if not verdict.is_duplicate:
-            return verdict, "", False
+            return verdict, "", None
         original_url = self.index.url_of(verdict.original) or f"page {verdict.original}"
-        new_copy = self.store.record_duplicate({
+        return verdict, original_url, {
             "url": doc.url, "canonical_url": a.get("canonical_url"), "original_id": verdict.original,
             "original_url": original_url, "method": _kind(verdict), "distance": verdict.distance,
             "coverage": round(verdict.coverage, 4) if verdict.coverage is not None else None,
             "site": a.get("site"), "title": a.get("title"), "fetched": a.get("fetched"),
-            "spider": a.get("spider"), "content_hash": doc.content_hash, "simhash": str(doc.simhash)})
-        return verdict, original_url, new_copy
+            "spider": a.get("spider"), "content_hash": doc.content_hash, "simhash": str(doc.simhash)}
 
 
 def _kind(verdict: Verdict) -> str:

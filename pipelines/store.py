@@ -8,62 +8,19 @@ that window stays as short as one write (ZHDEDUP_STORE_BATCH_MS adds an extra wa
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from itemadapter import ItemAdapter
 
 from pipelines import stats
-from pipelines._store import run_blocking, store_for
+from pipelines._store import GroupCommit, store_for
 
 # Item fields that are transport only, never stored.
 TRANSIENT = {"body", "headers", "profile", "dedup", "matches"}
 BATCH = 100
 BATCH_MS = 0.0
 logger = logging.getLogger(__name__)
-
-
-class PageBatcher:
-    """Group commit: a page is written at once when no write is under way; pages arriving during a write
-    go together in the next one (up to max_pages), after an optional extra wait of wait_ms."""
-
-    def __init__(self, crawler, store, max_pages: int = BATCH, wait_ms: float = BATCH_MS) -> None:
-        self.crawler = crawler
-        self.store = store
-        self.max_pages = max(1, max_pages)
-        self.wait = max(0.0, wait_ms) / 1000
-        self.pending: list[tuple[dict, asyncio.Future]] = []
-        self.writer: asyncio.Task | None = None  # referenced: a task nobody holds may be collected mid-write
-
-    async def save(self, doc: dict) -> str:
-        """The page's id once its batch is written (or spooled); its BadDocument raised if it has one."""
-        future = asyncio.get_running_loop().create_future()
-        self.pending.append((doc, future))
-        if self.writer is None or self.writer.done():
-            self.writer = asyncio.ensure_future(self._write_all())
-        return await future
-
-    async def _write_all(self) -> None:
-        """Write batches until nothing is pending."""
-        while self.pending:
-            if self.wait and len(self.pending) < self.max_pages:
-                await asyncio.sleep(self.wait)
-            batch, self.pending = self.pending[:self.max_pages], self.pending[self.max_pages:]
-            await self._write(batch)
-
-    async def _write(self, batch: list[tuple[dict, asyncio.Future]]) -> None:
-        try:
-            results = await run_blocking(self.crawler, self.store.save_pages, [doc for doc, _ in batch])
-        except Exception as exc:  # every page of the batch fails with the error (each item says so)
-            results = [exc] * len(batch)
-        for (_, future), result in zip(batch, results):
-            if future.done():
-                continue
-            if isinstance(result, BaseException):
-                future.set_exception(result)
-            else:
-                future.set_result(result)
 
 
 class StorePipeline:
@@ -73,7 +30,7 @@ class StorePipeline:
         self.crawler = crawler
         self.store = store_for(crawler)
         self.log_stored = log_stored
-        self.batcher = PageBatcher(crawler, self.store, batch, batch_ms)
+        self.batcher = GroupCommit(crawler, self.store.save_pages, batch, batch_ms)
 
     @classmethod
     def from_crawler(cls, crawler) -> "StorePipeline":

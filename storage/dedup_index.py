@@ -25,6 +25,7 @@ RECENT = 10_000  # pages kept by this process, whose save to MongoDB may still b
 INFLIGHT = 2_000  # pages (with texts) re-added after a Redis data loss if MongoDB does not have them yet
 POLL = (0.05, 0.1, 0.2, 0.4, 0.0)  # another crawler may have claimed a page and still be saving it
 TEXT_TTL = 24 * 3600  # a claimed page's text waits in Redis until its page is in MongoDB (or a day)
+WITHDRAWN = b""  # the text key of a claim taken back (its page was a copy): no such page, nothing to wait for
 
 
 class RedisDedupIndex:
@@ -71,6 +72,9 @@ class RedisDedupIndex:
             return self.pending[page_id].get("text")
         try:
             raw = self.store._retry("redis", self.store.redis.get, text_key(self.store, page_id))
+            if raw == WITHDRAWN:  # no waiting: the page is stored (kept again later) or it never will be
+                page = self.store._retry("mongo", self.store.get_page, page_id)
+                return page.get("text") if page else None
             if raw is not None:
                 return zlib.decompress(raw).decode("utf-8")
             page = self._page(page_id)
@@ -99,7 +103,8 @@ class RedisDedupIndex:
     def forget(self, doc: DedupDoc) -> None:
         """Undo the page's exact, SimHash and sketch entries, and its claimed text."""
         self.store.forget_copy(doc.page_id, doc.content_hash, doc.simhash, list(doc.sketch))
-        self.store._retry("redis", self.store.redis.delete, text_key(self.store, doc.page_id))
+        # a page that saw this claim reads "withdrawn" instead of waiting for a page that will never be saved
+        self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id), WITHDRAWN, ex=TEXT_TTL)
         self._recent.pop(doc.page_id, None)
         with self.store.inflight_lock:
             self.store.inflight.pop(doc.page_id, None)

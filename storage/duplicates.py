@@ -4,6 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
+from pymongo import UpdateOne
+from pymongo.errors import BulkWriteError
+
 from .connection import Connection
 from .documents import check_keys, check_text, fit_bson
 from .errors import BadDocument, StorageUnavailable
@@ -18,24 +21,49 @@ class DuplicateStore(Connection):
     def record_duplicate(self, doc: dict) -> bool:
         """Remember that doc["url"] copies doc["original_id"] (method exact|near|passages, distance); upsert by url.
         True when the copy was not recorded before (a re-crawl finds it again)."""
-        if not doc.get("url") or not doc.get("original_id"):
-            raise BadDocument("a duplicate needs 'url' and 'original_id'")
-        if doc.get("method", "near") not in METHODS:
-            raise BadDocument(f"duplicate method must be exact, near or passages, not {doc.get('method')!r}")
-        d = {k: v for k, v in doc.items() if k not in ("_id", "id")}
-        check_keys(d)
-        check_text(d, ("url", "original_url", "site", "title"))
-        d["original_id"] = str(d["original_id"])
-        d.setdefault("method", "near")
-        d.setdefault("distance", 0)
-        d["fetched"] = to_date(d["fetched"]) if d.get("fetched") else now()
-        d = fit_bson(d)
+        d = _duplicate_doc(doc)
         try:
             res = self._retry("mongo", self.duplicates.update_one, {"url": d["url"]}, {"$set": d}, upsert=True)
         except StorageUnavailable:
             self._spool("record_duplicate", doc=d)
             return True
         return res.upserted_id is not None
+
+    def record_duplicates(self, docs: list[dict]) -> list[bool | BadDocument]:
+        """record_duplicate for many in one bulk write (each command costs the server more than its bytes);
+        per copy: whether it is new, or the BadDocument that kept it out."""
+        checked: list[dict | BadDocument] = []
+        for doc in docs:
+            try:
+                checked.append(_duplicate_doc(doc))
+            except BadDocument as exc:
+                checked.append(exc)
+        good = [(i, d) for i, d in enumerate(checked) if isinstance(d, dict)]
+        results: list[bool | BadDocument] = [d if isinstance(d, BadDocument) else True for d in checked]
+        if not good:
+            return results
+        try:
+            upserted = self._retry("mongo", self._upsert_duplicates, [d for _, d in good])
+        except StorageUnavailable:
+            for _, d in good:
+                self._spool("record_duplicate", doc=d)
+            return results
+        for j, (i, _) in enumerate(good):
+            results[i] = j in upserted
+        return results
+
+    def _upsert_duplicates(self, docs: list[dict]) -> set[int]:
+        """Indexes of the docs that were not recorded before (a lost reply's retry finds them recorded)."""
+        ops = [UpdateOne({"url": d["url"]}, {"$set": d}, upsert=True) for d in docs]
+        try:
+            return set(self.duplicates.bulk_write(ops, ordered=False).upserted_ids)
+        except BulkWriteError as exc:  # two copies of one URL racing in one batch: the other one's upsert won
+            if any(e.get("code") != 11000 for e in exc.details.get("writeErrors", [])):
+                raise
+            failed = [docs[e["index"]] for e in exc.details["writeErrors"]]
+            for d in failed:
+                self.duplicates.update_one({"url": d["url"]}, {"$set": d}, upsert=True)
+            return {u["index"] for u in exc.details.get("upserted", [])}
 
     def cluster_of(self, key: str) -> dict | None:
         """The cluster a page belongs to: its original (by page id, URL, or the URL of one of its copies)
@@ -90,3 +118,19 @@ class DuplicateStore(Connection):
             c["original_title"] = orig.get("title", "")
             c["original_url"] = c.get("original_url") or orig.get("url", "")
         return clusters, more
+
+
+def _duplicate_doc(doc: dict) -> dict:
+    """A copy's record as stored: checked fields, the original's id as a string, a fetch time."""
+    if not doc.get("url") or not doc.get("original_id"):
+        raise BadDocument("a duplicate needs 'url' and 'original_id'")
+    if doc.get("method", "near") not in METHODS:
+        raise BadDocument(f"duplicate method must be exact, near or passages, not {doc.get('method')!r}")
+    d = {k: v for k, v in doc.items() if k not in ("_id", "id")}
+    check_keys(d)
+    check_text(d, ("url", "original_url", "site", "title"))
+    d["original_id"] = str(d["original_id"])
+    d.setdefault("method", "near")
+    d.setdefault("distance", 0)
+    d["fetched"] = to_date(d["fetched"]) if d.get("fetched") else now()
+    return fit_bson(d)

@@ -41,8 +41,8 @@ def test_pages_arriving_together_are_saved_in_one_batch(store, store_config):
     crawler = crawler_for(store_config, ZHDEDUP_STORE_BATCH=4)
     pipe = StorePipeline.from_crawler(crawler)
     sizes: list[int] = []
-    real = pipe.store.save_pages
-    pipe.store.save_pages = lambda docs: sizes.append(len(docs)) or real(docs)
+    real = pipe.batcher.write_many
+    pipe.batcher.write_many = lambda docs: sizes.append(len(docs)) or real(docs)
 
     async def save_all():
         return await asyncio.gather(*(pipe.process_item(page_item(n)) for n in range(6)))

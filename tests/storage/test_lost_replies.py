@@ -186,9 +186,11 @@ def test_pages_and_copies_are_written_once(lossy):
                             for i in range(3)])
     _losing(proxy, "update")
     store.record_duplicate({"url": "http://b.example/1", "original_id": ids[0], "method": "exact"})
-    assert proxy.lost == ["insert", "update"]
+    _losing(proxy, "update")
+    store.record_duplicates([{"url": f"http://b.example/{i}", "original_id": ids[0], "method": "near"} for i in range(4)])
+    assert proxy.lost == ["insert", "update", "update"]
     assert ids == [f"{i:032x}" for i in range(3)] and store.pages.count_documents({}) == 3
-    assert store.duplicates.count_documents({}) == 1
+    assert store.duplicates.count_documents({}) == 4
 
 
 def test_a_notice_sent_once_says_so(lossy):

@@ -85,6 +85,19 @@ def test_duplicates_and_runs(store):
     assert run["id"] == rid and run["counts"]["pages"] == 3 and run["finished"] >= run["started"]
 
 
+def test_copies_recorded_in_one_batch(store):
+    orig = store.save_page(page(store, "http://a.test/o"))
+    store.record_duplicate({"url": "http://b.test/seen", "original_id": orig, "method": "near", "distance": 1})
+    results = store.record_duplicates([
+        {"url": "http://b.test/new", "original_id": orig, "method": "exact"},
+        {"url": "http://b.test/bad", "original_id": orig, "method": "fuzzy"},
+        {"url": "http://b.test/seen", "original_id": orig, "method": "exact", "distance": 0},
+    ])
+    assert results[0] is True and isinstance(results[1], BadDocument) and results[2] is False
+    copies = {d["url"]: d["method"] for d in store.find_duplicates()}
+    assert copies == {"http://b.test/new": "exact", "http://b.test/seen": "exact"}
+
+
 def test_sources_and_seed_index(store):
     assert store.add_source("s1", "作品一", "一二三四五", author="甲") is True
     assert store.add_source("s1", "作品一", "一二三四五") is False

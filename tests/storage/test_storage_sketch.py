@@ -81,3 +81,23 @@ def test_a_page_overtaken_while_claiming_is_still_the_earlier_one(store, store_c
     index.r.delete(intent)
     assert [(o, n) for o, n, s in l_others if s < l_seq] == [("e-page", 8)]
     assert [o for o, _, s in e_result[1] if s < e_result[0]] == []
+
+
+def test_a_claim_taken_back_reads_as_no_page_at_once(store):
+    """A page that saw a claim later taken back (that page was a copy) must not wait for it, nor defer itself."""
+    import time
+
+    from fingerprint.neardup import DedupDoc
+    from storage.dedup_index import RedisDedupIndex
+
+    index = RedisDedupIndex(store)
+    a = DedupDoc("a" * 32, "滚滚长江东逝水" * 20, "ab" * 16, 1, (11, 12, 13, 14))
+    index.claim_sketch(a, 2)
+    index.forget(a)
+    started = time.monotonic()
+    assert index.text_of(a.page_id) is None
+    assert time.monotonic() - started < 0.3   # the in-flight poll would wait 0.75 s, then raise
+    store.save_pages([{"_id": a.page_id, "url": "http://a.example/1", "text": "滚滚长江东逝水"}])
+    index.claim_sketch(a, 2)
+    index.forget(a)
+    assert index.text_of(a.page_id) == "滚滚长江东逝水"   # kept after all: MongoDB answers
