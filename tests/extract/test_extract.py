@@ -359,3 +359,20 @@ def test_every_novel_ad_pattern_needs_a_novel_word(data):
     for pattern in NOVEL_INLINE:
         ad = data.draw(st.from_regex(pattern, fullmatch=True))
         assert NOVEL_WORDS.search(ad), (pattern.pattern, ad)
+
+
+def test_meta_dates_agree_with_htmldate_on_real_pages():
+    """page_date reads publish-date <meta> tags before htmldate: only where both give the same date."""
+    from extract.article import htmldate_date, load_page, meta_date
+
+    pages = sorted(HTML_DIR.glob("**/*.htm*"))
+    if not pages:
+        pytest.skip(f"no shared HTML pages in {HTML_DIR}")
+    dated = 0
+    for path in pages:
+        tree = load_page(path.read_bytes(), {}).tree
+        quick = meta_date(tree)
+        if quick is not None:
+            dated += 1
+            assert quick == htmldate_date(tree, ""), path.name
+    assert dated >= 10
