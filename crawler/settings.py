@@ -112,8 +112,9 @@ ZHDEDUP_REPORT = ""             # write a JSON summary of the crawl (kept and dr
 ZHDEDUP_REPORT_MAX_ENTRIES = 100_000  # URLs listed per kept/dropped list in that report (the rest counted)
 ZHDEDUP_STORE = {}              # overrides for StoreConfig.from_env, e.g. -s 'ZHDEDUP_STORE={"db_name": "t"}'
 ZHDEDUP_STORE_THREADS = 4       # threads for blocking store calls, so downloads go on meanwhile
-ZHDEDUP_FINGERPRINT_WORKERS = 0 # >0: fingerprint in worker processes (0: inline, ~0.5 ms/page); see docs/performance.md
-ZHDEDUP_EXTRACT_WORKERS = 0     # >0: extract in worker processes (0: inline, ~2 ms/page), shared with fingerprinting
+ZHDEDUP_FINGERPRINT_WORKERS = "auto"  # worker processes that fingerprint (0: in the crawler, ~0.5 ms/page);
+ZHDEDUP_EXTRACT_WORKERS = "auto"      # ... and extract (~2 ms/page), one pool; auto = 1 with 2+ CPUs, else 0
+                                      # (the crawler is bound to one core; see docs/performance.md)
 ZHDEDUP_STORE_BATCH = 100       # pages saved per MongoDB write at most (pages arriving during a write go in the next)
 ZHDEDUP_STORE_BATCH_MS = 0      # extra wait before a write, to batch more (widens the Redis-loss window)
 

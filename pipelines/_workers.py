@@ -1,14 +1,17 @@
 """One pool of worker processes per crawler, shared by the pipelines that move CPU work off the reactor.
 
 Extraction (ZHDEDUP_EXTRACT_WORKERS) and fingerprinting (ZHDEDUP_FINGERPRINT_WORKERS) send their pages to
-the same processes; the pool has as many as the larger of the two settings asks for. A pool that breaks
-(a worker killed) is said once in the log and the work goes on in the crawler process: nothing is lost.
+the same processes; the pool has as many as the larger of the two settings asks for. "auto" (the default)
+is one worker on a machine with two or more CPUs: the crawler is bound to one core by the GIL, so the work
+pays on the other (docs/performance.md). A pool that breaks (a worker killed) is said once in the log and
+the work goes on in the crawler process: nothing is lost.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, TypeVar
@@ -19,6 +22,31 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 _ATTR = "_zhdedup_workers"
 SETTINGS = ("ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS")
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity, e.g. a container's share), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def worker_count(settings: Any, name: str) -> int:
+    """A workers setting as a number: "auto" is 1 with two or more usable CPUs, else 0 (inline); a bad value
+    stops the crawl before anything is fetched (one CRITICAL line, exit 2)."""
+    value = settings.get(name, "auto")
+    if str(value).strip().lower() == "auto":
+        return 1 if usable_cpus() >= 2 else 0
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = -1
+    if count < 0:
+        logger.critical("bad setting %s=%r: give a number of worker processes (0 = in the crawler) or auto",
+                        name, value)
+        raise SystemExit(2)
+    return count
 
 
 class WorkerPool:
@@ -63,7 +91,7 @@ def pool_for(crawler: Any) -> WorkerPool:
     """The crawler's shared pool, sized by the larger of ZHDEDUP_EXTRACT_WORKERS / ZHDEDUP_FINGERPRINT_WORKERS."""
     pool = getattr(crawler, _ATTR, None)
     if pool is None:
-        pool = WorkerPool(max(crawler.settings.getint(name, 0) for name in SETTINGS))
+        pool = WorkerPool(max(worker_count(crawler.settings, name) for name in SETTINGS))
         setattr(crawler, _ATTR, pool)
         crawler.signals.connect(pool.close, signal=signals.spider_closed)
     return pool

@@ -12,7 +12,7 @@ from itemadapter import ItemAdapter
 
 from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
 from extract.template import HeldTemplates, SiteTemplates
-from pipelines._workers import WorkerPool, pool_for
+from pipelines._workers import WorkerPool, pool_for, worker_count
 from pipelines.drops import SkippedItem
 from pipelines.stats import TEMPLATE_STRIPPED
 
@@ -61,13 +61,13 @@ class ExtractPipeline:
     def from_crawler(cls, crawler: Any) -> "ExtractPipeline":
         """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000), EXTRACT_TEMPLATES
         (True), EXTRACT_TEMPLATE_MIN_PAGES (3), EXTRACT_TEMPLATE_WARMUP_SECONDS (5: how long a site's first
-        pages may wait for its template) and ZHDEDUP_EXTRACT_WORKERS (0)."""
+        pages may wait for its template) and ZHDEDUP_EXTRACT_WORKERS (auto)."""
         s = crawler.settings
         min_chars = s.getint("EXTRACT_MIN_CHARS", MIN_CHARS)
         templates = None
         if s.getbool("EXTRACT_TEMPLATES", True):
             templates = SiteTemplates(min_pages=s.getint("EXTRACT_TEMPLATE_MIN_PAGES", 3), min_keep=min_chars)
-        pool = pool_for(crawler) if s.getint("ZHDEDUP_EXTRACT_WORKERS", 0) > 0 else None
+        pool = pool_for(crawler) if worker_count(s, "ZHDEDUP_EXTRACT_WORKERS") > 0 else None
         return cls(stats=crawler.stats, min_chars=min_chars, fast=s.getbool("EXTRACT_FAST", False),
                    max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES), templates=templates,
                    warmup_seconds=s.getfloat("EXTRACT_TEMPLATE_WARMUP_SECONDS", 5.0), pool=pool)

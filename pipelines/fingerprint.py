@@ -7,7 +7,7 @@ from typing import Any
 from itemadapter import ItemAdapter
 
 from pipelines import stats
-from pipelines._workers import WorkerPool, pool_for
+from pipelines._workers import WorkerPool, pool_for, worker_count
 from pipelines.drops import SkippedItem
 
 logger = logging.getLogger(__name__)
@@ -41,8 +41,8 @@ class FingerprintPipeline:
 
     @classmethod
     def from_crawler(cls, crawler) -> "FingerprintPipeline":
-        """Read ZHDEDUP_FINGERPRINT_WORKERS (default 0: inline)."""
-        workers = crawler.settings.getint("ZHDEDUP_FINGERPRINT_WORKERS", 0)
+        """Read ZHDEDUP_FINGERPRINT_WORKERS (default auto: see pipelines._workers)."""
+        workers = worker_count(crawler.settings, "ZHDEDUP_FINGERPRINT_WORKERS")
         return cls(crawler.stats, pool_for(crawler) if workers > 0 else None)
 
     def open_spider(self, spider=None) -> None:

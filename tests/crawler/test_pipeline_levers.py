@@ -78,7 +78,7 @@ def _run(pipe, item):
 
 
 def test_extraction_and_fingerprints_in_workers_equal_inline():
-    inline = crawler_for()
+    inline = crawler_for(ZHDEDUP_EXTRACT_WORKERS=0, ZHDEDUP_FINGERPRINT_WORKERS=0)
     pooled = crawler_for(ZHDEDUP_EXTRACT_WORKERS=1, ZHDEDUP_FINGERPRINT_WORKERS=1)
     results = []
     for crawler in (inline, pooled):
@@ -105,3 +105,19 @@ def test_a_killed_worker_loses_no_page(caplog):
     assert second["text"] == first["text"] and ex.pool.broken
     assert "worker processes stopped" in caplog.text
     crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="done")
+
+
+def test_worker_settings_auto_and_bad_values(monkeypatch, caplog):
+    from scrapy.settings import Settings
+
+    from pipelines import _workers
+
+    for cpus, expected in ((1, 0), (2, 1), (16, 1)):
+        monkeypatch.setattr(_workers, "usable_cpus", lambda cpus=cpus: cpus)
+        assert _workers.worker_count(Settings({}), "ZHDEDUP_EXTRACT_WORKERS") == expected
+        assert _workers.worker_count(Settings({"ZHDEDUP_EXTRACT_WORKERS": " Auto "}), "ZHDEDUP_EXTRACT_WORKERS") == expected
+    assert _workers.worker_count(Settings({"ZHDEDUP_EXTRACT_WORKERS": "3"}), "ZHDEDUP_EXTRACT_WORKERS") == 3
+    for bad in ("many", "-1", "1.5"):
+        with pytest.raises(SystemExit) as stop:
+            _workers.worker_count(Settings({"ZHDEDUP_FINGERPRINT_WORKERS": bad}), "ZHDEDUP_FINGERPRINT_WORKERS")
+        assert stop.value.code == 2 and f"ZHDEDUP_FINGERPRINT_WORKERS={bad!r}" in caplog.text

@@ -23,7 +23,8 @@ from pipelines.store import StorePipeline
 def crawler_for(store_config, **extra):
     """A Scrapy crawler whose pipelines open the test's store."""
     cfg = {k: v for k, v in dataclasses.asdict(store_config).items()}
-    return get_crawler(settings_dict={"ZHDEDUP_STORE": cfg, **extra})
+    inline = {"ZHDEDUP_EXTRACT_WORKERS": 0, "ZHDEDUP_FINGERPRINT_WORKERS": 0}  # workers: test_pipeline_levers
+    return get_crawler(settings_dict={"ZHDEDUP_STORE": cfg, **inline, **extra})
 
 
 def item(url: str, text: str, site: str = "s.example") -> dict:

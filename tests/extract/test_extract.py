@@ -271,7 +271,7 @@ def test_pipeline_fills_fields_keeps_body_and_counts() -> None:
 
     from pipelines.drops import SkippedItem
 
-    crawler = get_crawler(settings_dict={"EXTRACT_MIN_CHARS": 30})
+    crawler = get_crawler(settings_dict={"EXTRACT_MIN_CHARS": 30, "ZHDEDUP_EXTRACT_WORKERS": 0})
     pipe = ExtractPipeline.from_crawler(crawler)
     assert pipe.min_chars == 30 and pipe.fast is False
     item = {"url": "https://news.163.com/19/0907/a.html", "body": page(P1, P2).encode("gbk"),
