@@ -38,6 +38,7 @@ import scrapy
 from crawler.__main__ import scrapy_crawl
 from crawler.demo_site.content import BOOK, STORIES
 from crawler.demo_site.server import SiteServer, html
+from pipelines._workers import process_cpu_seconds
 
 PER_LIST = 50
 EDITS = [("已经", "已"), ("就", "便"), ("的", "之"), ("可以", "可"), ("一些", "一点")]
@@ -169,15 +170,6 @@ def server_pids(var_dir: str) -> dict[str, int]:
     return {n: i.pid for n in ("mongo", "redis") if (i := srv.info(var_dir, n)).running and i.pid}
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (and its waited-for children) from /proc/<pid>/stat."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
 def run_plain(start_url: str, tmp: Path) -> dict:
     """One crawl of the baseline spider in a subprocess; its report plus pages/s and CPU ms/page."""
     report = tmp / f"plain-{uuid.uuid4().hex[:6]}.json"
@@ -205,17 +197,18 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, var_dir: 
     db = f"bench_{uuid.uuid4().hex[:8]}"
     env = {"ZHDEDUP_DB": db, "ZHDEDUP_PREFIX": f"{db}:"}
     pids = server_pids(var_dir)
-    servers_before = {n: cpu_seconds(pid) for n, pid in pids.items()}
+    servers_before = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = scrapy_crawl("news", {"start_urls": start_url, "sitemaps": "0"}, settings, env=env, timeout=3600)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    servers_after = {n: cpu_seconds(pid) for n, pid in pids.items()}
+    servers_after = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
     if proc.returncode != 0 or not report.exists():
         raise SystemExit(f"{label} crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text(encoding="utf-8"))
     data["pages_per_s"] = data["responses"] / data["elapsed_seconds"]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])  # crawler process, start-up included
+    cpu += data["counts"].get("workers/cpu_ms", 0) / 1000  # its worker processes (not waited for by this one)
+    data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])  # crawler + workers, start-up included
     data["server_ms_per_page"] = {n: 1000 * (servers_after[n] - servers_before[n]) / max(1, data["responses"])
                                   for n in pids}
     drop_database(db)
@@ -258,7 +251,7 @@ def line(r: int, label: str, data: dict) -> str:
     c = data["counts"]
     servers = ", ".join(f"{n} {ms:4.1f}" for n, ms in data["server_ms_per_page"].items())
     return (f"round {r + 1} {label:<9} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
-            f"= {data['pages_per_s']:6.1f} pages/s, CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (incl. start-up)"
+            f"= {data['pages_per_s']:6.1f} pages/s, CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up)"
             f"{'; servers ' + servers if servers else ''}; stored {c.get('stored', 0)}, exact dups "
             f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}")
 

@@ -77,6 +77,12 @@ class ExtractPipeline:
         if self.pool is not None:
             self.pool.start(_warm_up)
 
+    def close_spider(self, spider: Any = None) -> None:
+        """Stop the worker processes once the last item is through (their CPU goes into the stats now,
+        before the crawl summary is written)."""
+        if self.pool is not None:
+            self.pool.close()
+
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         """The item with its article fields; SkippedItem(reason, "no article body: ...") when there is none."""
         args = self._arguments(item)

@@ -53,6 +53,11 @@ class FingerprintPipeline:
         else:
             self.pool.start(_warm_up)
 
+    def close_spider(self, spider=None) -> None:
+        """Stop the worker processes once the last item is through (see ExtractPipeline.close_spider)."""
+        if self.pool is not None:
+            self.pool.close()
+
     async def process_item(self, item: Any) -> Any:
         """Fingerprint item['text'] (inline or in a worker)."""
         adapter = ItemAdapter(item)

@@ -25,6 +25,7 @@ SITEMAPS = f"{PREFIX}/sitemaps"
 FEEDS = f"{PREFIX}/feeds"
 BOOKS = f"{PREFIX}/books"
 JOINED_PARTS = f"{PREFIX}/joined_parts"  # chapter pages joined into the chapter before them
+WORKERS_CPU_MS = f"{PREFIX}/workers/cpu_ms"  # CPU the extraction/fingerprint worker processes used (ms)
 DUPLICATE_KINDS = ("exact", "near", "passages")
 ALERTS_ANNOUNCED = f"{PREFIX}/alerts/announced"      # new matches above ZHDEDUP_ALERT_MIN_SCORE
 WEBHOOK_SENT = f"{PREFIX}/alerts/webhook_sent"

@@ -16,6 +16,7 @@ from crawler.urls import page_id
 from pipelines.drops import SkippedItem
 from pipelines.extract import ExtractPipeline
 from pipelines.fingerprint import FingerprintPipeline
+from pipelines.stats import WORKERS_CPU_MS
 from pipelines.store import StorePipeline
 
 STORY = "\n".join(STORIES[0]["paragraphs"])
@@ -92,6 +93,7 @@ def test_extraction_and_fingerprints_in_workers_equal_inline():
         crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="done")
     assert (ex.pool is not None) and ex.pool is fp.pool and ex.pool.executor is None  # shared, shut down
     assert results[0]["text"] and results[0] == results[1]
+    assert pooled.stats.get_value(WORKERS_CPU_MS, 0) > 0 and inline.stats.get_value(WORKERS_CPU_MS) is None
 
 
 def test_a_killed_worker_loses_no_page(caplog):
