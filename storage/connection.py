@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import socket
 import threading
 import time
@@ -398,9 +399,10 @@ class Connection:
         return {name: self._retry("mongo", self.db[name].count_documents, {}) for name in COLLECTIONS}
 
     def drop_all(self) -> None:
-        """Delete this store's database and every Redis key under its prefix (tests, resets)."""
+        """Delete this store's database, every Redis key under its prefix and its spool (tests, resets)."""
         self.mongo.drop_database(self.config.db_name)
         delete_matching(self.redis, [_glob(self.config.key_prefix) + "*"])
+        shutil.rmtree(spool_dir(self.config), ignore_errors=True)  # writes for the dropped database
 
     def close(self) -> None:
         """Close both connections (the embedded servers keep running for other processes); an outage
