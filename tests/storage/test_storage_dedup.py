@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.redis_index import decode_id, encode_id
+from storage.redis_index import LAYOUT, decode_id, encode_id
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
@@ -276,7 +276,7 @@ def test_a_change_of_k_rebuilds_the_index_for_the_new_k(store, store_config):
     far = flip(fp, 1, 2, 3, 4, 5)
     assert store.lookup(_h(2, "k"), far).kind == "new"
     with open_store(store_config.with_(simhash_k=5)) as st:
-        assert st.redis.get(f"{store_config.key_prefix}layout") == b"3:k5"
+        assert st.redis.get(f"{store_config.key_prefix}layout") == f"{LAYOUT}:k5".encode()
         res = st.lookup(_h(2, "k"), far)
         assert (res.kind, res.original_id, res.distance) == ("near", a, 5)
     with pytest.raises(ValueError, match="from 0 to 8"):

@@ -72,12 +72,53 @@ def test_a_page_overtaken_while_claiming_is_still_the_earlier_one(store, store_c
     values = [(v << 60) + 7 for v in range(8)]
     mine = sorted(v.to_bytes(8, "big") for v in values)
     e_id, e_seq = encode_id("e-page"), int(index.r.incr(f"{store_config.key_prefix}skseq"))
+    index._name(e_seq, e_id)
     intent = f"{store_config.key_prefix}ski:{e_id.hex()}"
     index.r.set(intent, b"".join(mine), ex=INTENT_SECONDS)
     (key, fields), *_ = index._buckets(values)
-    index._bucket(keys=[key], args=[e_id, f"{e_seq:012d}", *fields])       # E: its lowest value only
+    index._bucket(keys=[key], args=[e_seq.to_bytes(4, "big"), *fields])    # E: its lowest value only
     l_seq, l_others = index.claim("l-page", values, 2)                       # L: every value
     e_result = index._claim_buckets(e_id, e_seq, mine, 2)                    # E finishes
     index.r.delete(intent)
     assert [(o, n) for o, n, s in l_others if s < l_seq] == [("e-page", 8)]
     assert [o for o, _, s in e_result[1] if s < e_result[0]] == []
+
+
+@BOTH
+def test_records_match_only_at_record_boundaries(store):
+    """A value whose compared bytes occur inside another record (straddling a claim number) is no match."""
+    a = (0x1234 << 48) | 0xAABBCCDD
+    store.claim_sketch("a" * 32, [a, 1 << 40], 1)
+    key, = [k for k, _ in store.sketches._buckets([a])]
+    blob = store.redis.get(key)
+    straddling = (0x1234 << 48) | int.from_bytes(blob[2:6], "big")  # bytes 3..6 of a's record
+    assert blob[2:6] != blob[0:4]
+    assert store.claim_sketch("b" * 32, [straddling], 1)[1] == []
+    assert [o[0] for o in store.claim_sketch("c" * 32, [a], 1)[1]] == ["a" * 32]
+
+
+@BOTH
+def test_a_page_takes_8_bytes_per_value_plus_its_name(store, store_config):
+    """Layout: one 8-byte record per value in its bucket string, the page id once in ``sq:``."""
+    store.claim_sketch("f" * 32, [(v << 56) | 99 for v in range(8)], 2)
+    p = store_config.key_prefix
+    buckets = list(store.redis.scan_iter(match=p + "sk:*"))
+    assert len(buckets) == 8 and all(len(store.redis.get(k)) == 8 for k in buckets)
+    names = [k for k in store.redis.scan_iter(match=p + "sq:*")]
+    assert [v for k in names for v in store.redis.hvals(k)] == [bytes.fromhex("f" * 32)]
+    store.sketches.unclaim("f" * 32, [(v << 56) | 99 for v in range(8)])
+    assert not list(store.redis.scan_iter(match=p + "sk:*"))
+    assert not [v for k in names for v in store.redis.hvals(k)]
+
+
+@BOTH
+def test_bulk_load_answers_like_claims(store):
+    """add_many (rebuild) writes the claim layout: later claims see the loaded pages, in load order."""
+    pages = [(f"{i:032x}", [i * 1000 + v for v in range(8)] + [7 << 60]) for i in range(300)]
+    assert store.sketches.add_many(pages, batch=128) == 300
+    seq, others = store.claim_sketch("e" * 32, [5000 + v for v in range(4)] + [7 << 60], 2)
+    assert [(o, n) for o, n, _ in others] == [(f"{5:032x}", 5)] and others[0][2] < seq
+    again = store.claim_sketch(f"{5:032x}", pages[5][1], 2)   # a loaded page keeps its number on a re-claim
+    assert again[0] == others[0][2] and [o for o, _, _ in again[1]] == ["e" * 32]
+    seen = store.claim_sketch("g" * 32, [7 << 60, 1], 1)[1]
+    assert len(seen) == 301 and all(s < seq for o, _, s in seen if o != "e" * 32)
