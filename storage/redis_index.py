@@ -17,13 +17,16 @@ Layout (all keys start with the configured prefix, e.g. ``zhd:``):
   overhead); the page id is stored once, in ``fp:``.
 - ``n``  count of indexed pages; ``layout`` the version of this layout and its k (a change of either
   rebuilds the index from MongoDB).
+- ``sk:{4 hex}``  passage-sketch buckets (8-byte records: 4 value bytes + 4-byte claim number) and
+  ``sq:{claim >> 7}`` claim number -> page id, ``skseq`` the claim counter (see SKETCH_CLAIM_LUA).
 - ``seed:{16 hex}``  set of packed (4-byte offset, doc id) for the copy matcher's window seeds;
   ``seeddoc:{doc id}`` the packed (8-byte hash, 4-byte offset) list of one document, for remove().
 
 On a Redis Cluster (detected from the server, storage.connection.redis_client) every Lua script touches
-one hash slot: the layout ``3c`` keeps ``ex:{x<bucket>}`` (field -> page id), ``sh:{<block>:<value hex>}``
+one hash slot: the layout ``4c`` keeps ``ex:{x<bucket>}`` (field -> page id), ``sh:{<block>:<value hex>}``
 hashes (field = the 8-byte fingerprint, value = 4-byte per-key insertion order, the exact-hash tag in
-block 0, the page id, plus a ``#`` field counting insertions) and ``sk:{<4 hex>}`` sketch buckets, so the
+block 0, the page id, plus a ``#`` field counting insertions) and ``sk:{<4 hex>}`` sketch buckets (with
+``sq:`` names as on one server), so the
 load spreads over the shards. docs/scale-out.md explains why the per-slot steps still give exactly one
 original (SimHash: the first block two pages share orders them; sketches: the lowest shared value).
 
