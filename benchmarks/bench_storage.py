@@ -312,7 +312,7 @@ def report(res: dict) -> None:
     print(f"sketch claims: {sk['false_candidates']} false candidates (truncated value bits), "
           f"{sk['claims_with_candidates']} of {sk['calls']} claims with candidates; bulk load {sk['bulk_load_s']} s")
     ok = {"p99_ms": max(rr["p99_ms"], sk["p99_ms"]) <= GOALS["p99_ms"],
-          "total_bytes_per_page": total <= GOALS["total_bytes_per_page"]}
+          "total_bytes_per_page": total <= GOALS["total_bytes_per_page"] if res["n"] >= 1_000_000 else "n/a below 1e6"}
     print(f"goals (check-and-insert and claim p99 <= 1 ms, SimHash + sketches <= 200 B/page at 1e6): {ok}; "
           f"encodings {rr['encodings']}; answers {rr['kinds']}")
     print(f"Redis server-side time per check-and-insert (INFO commandstats evalsha): {rr['server_us_per_call']} us"

@@ -80,16 +80,11 @@ end
 """ + POPCOUNT_LUA + r"""local function halves(s)
   local neg = string.byte(s, 1) == 45
   local hi, lo = 0, 0
-  local pos, n = neg and 2 or 1, #s
-  local len = (n - pos + 1) % 5
-  if len == 0 then len = 5 end
-  while pos <= n do  -- 5 digits at a time: lo * 1e5 stays below 2^53, so every step is exact
-    local scale = 10 ^ len
-    lo = lo * scale + tonumber(string.sub(s, pos, pos + len - 1))
+  for i = neg and 2 or 1, #s do
+    lo = lo * 10 + string.byte(s, i) - 48
     local c = math.floor(lo / 4294967296)
     lo = lo - c * 4294967296
-    hi = hi * scale + c
-    pos = pos + len; len = 5
+    hi = hi * 10 + c
   end
   if neg then
     if lo == 0 then hi = 4294967296 - hi else lo = 4294967296 - lo; hi = 4294967295 - hi end

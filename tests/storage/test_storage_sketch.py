@@ -122,3 +122,24 @@ def test_bulk_load_answers_like_claims(store):
     assert again[0] == others[0][2] and [o for o, _, _ in again[1]] == ["e" * 32]
     seen = store.claim_sketch("g" * 32, [7 << 60, 1], 1)[1]
     assert len(seen) == 301 and all(s < seq for o, _, s in seen if o != "e" * 32)
+
+
+@BOTH
+def test_an_old_layout_store_gets_its_sketches_converted_on_open(store, store_config):
+    """A store written with layout 3 (sk: hashes of id + decimal claim entries) is rebuilt from MongoDB on
+    open: the old buckets go, every kept page's sketch is back in the record layout, in page order."""
+    from storage import open_store
+
+    p = store_config.key_prefix
+    for i in range(3):
+        store.save_page({"_id": f"{i:032x}", "url": f"http://a.example/{i}", "text": "x",
+                         "sketch": [2 ** 64 - 1 - i, 1000 + i, 2000 + i, 77]})
+    tag = "{ffff}" if store.sketches.cluster else "ffff"
+    store.redis.hset(f"{p}sk:{tag}", b"\xff" * 6, b"\x10" + b"\x01" * 16 + b"000000000001")
+    store.redis.set(f"{p}layout", "3:k3")
+    with open_store(store_config) as st:
+        assert st.redis.get(f"{p}layout") == st.index.layout_id.encode()
+        assert st.redis.type(f"{p}sk:{tag}") == b"string"
+        seq, others = st.claim_sketch("e" * 32, [1001, 2001, 77], 2)
+        assert [(o, n) for o, n, _ in others] == [(f"{1:032x}", 3)] and others[0][2] < seq
+        assert len(st.claim_sketch("f" * 32, [77], 1)[1]) == 4
