@@ -10,11 +10,12 @@ prefix) and stops it afterwards.
 At each size n the first n - measure pages are bulk-loaded with the same layout the checks write
 (SimHashIndex.add_many and RedisSketchIndex.add_many, pipelined, as `rebuild_index` does); the last
 `measure` pages go through Store.check_and_insert (one Lua EVALSHA) and RedisSketchIndex.claim one call
-at a time and are timed. SimHash: random 64-bit fingerprints, 5% exact and 10% near copies (1-3 bits
-flipped) of earlier pages. Sketches: 8 random 64-bit values, 10% of the timed pages share 2-8 with an
-earlier page; a reported page that shares fewer than min_shared values is counted as a false candidate.
-Memory = INFO used_memory after - before (SimHash tables first, then sketches), divided by the pages;
-per key kind (ex:, fp:, sh:, sk:, sq:) from MEMORY USAGE of every key.
+at a time and are timed, once an AOF rewrite set off by the bulk load is over. SimHash: random 64-bit
+fingerprints, 5% exact and 10% near copies (1-3 bits flipped) of earlier pages. Sketches: 8 random
+64-bit values, 10% of the timed pages share 2-8 with an earlier page; a reported page that shares
+fewer than min_shared values is counted as a false candidate. Memory = INFO used_memory after - before
+(SimHash tables first, then sketches; read once no AOF rewrite runs: its buffer is transient), divided
+by the pages; per key kind (ex:, fp:, sh:, sk:, sq:) from MEMORY USAGE of every key.
 --cluster starts a 3-master Redis Cluster from Debian's redis-server (tests/cluster_fixture.py) and runs the
 same workload on it (the per-slot path; memory summed over the primaries).
 The in-memory baseline is a Python dict-of-blocks index (4 x 16-bit tables + an exact-hash dict) run
@@ -128,11 +129,23 @@ def _stats(r, section: str) -> list[dict]:
     return [r.info(section)]
 
 
+def settled_memory(r, wait_s: float = 120.0) -> int:
+    """INFO used_memory once no AOF rewrite is running (its rewrite buffer, tens of MB, is transient)."""
+    from storage.redis_index import used_memory
+
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and any(
+            int(i.get("aof_rewrite_in_progress", 0)) or int(i.get("aof_rewrite_scheduled", 0))
+            for i in _stats(r, "persistence")):
+        time.sleep(0.2)
+    return used_memory(r)
+
+
 def redis_run(items: list[tuple[str, str, int]], measure: int, url: str | None = None) -> dict:
     """Bulk-load then time Store.check_and_insert against a real Redis; memory per indexed page."""
     from storage import StoreConfig
     from storage import servers as srv
-    from storage.redis_index import CHECK_AND_INSERT_LUA, used_memory
+    from storage.redis_index import CHECK_AND_INSERT_LUA
     from storage.store import Store
 
     var = tempfile.mkdtemp(prefix="bench_storage_")
@@ -147,10 +160,11 @@ def redis_run(items: list[tuple[str, str, int]], measure: int, url: str | None =
     try:
         r = store.redis
         gc.collect()
-        before = used_memory(r)
+        before = settled_memory(r)
         t0 = time.perf_counter()
         store.index.add_many(items[: len(items) - measure])  # distinct random pages: all originals
         load_s = time.perf_counter() - t0
+        settled_memory(r)
         if not store.index.cluster:
             r.script_load(CHECK_AND_INSERT_LUA)  # as the first EVALSHA of a store would after NOSCRIPT
             r.config_resetstat()
@@ -162,7 +176,7 @@ def redis_run(items: list[tuple[str, str, int]], measure: int, url: str | None =
         indexed = store.index.count()
         evalsha = [i.get("cmdstat_evalsha", {}) for i in _stats(r, "commandstats")]
         server_us = round(sum(e.get("usec", 0) for e in evalsha) / max(measure, 1), 2)  # per check-and-insert
-        after = used_memory(r)
+        after = settled_memory(r)
         p = cfg.key_prefix
         per_kind = {k: round(v / max(indexed, 1), 1) for k, v in kind_bytes(r, p, ("ex:", "fp:", "sh:")).items()}
         enc = {kind: r.object("encoding", next(r.scan_iter(match=p + kind + "*", count=10000), b"") or "x")
@@ -217,7 +231,7 @@ def sketch_run(n: int, measure: int, cluster_url: str | None = None, min_shared:
     Counts false candidates (reported, but sharing fewer than min_shared values: truncated value bits)."""
     from storage import servers as srv
     from storage.connection import redis_client
-    from storage.redis_index import RedisSketchIndex, used_memory
+    from storage.redis_index import RedisSketchIndex
 
     var = tempfile.mkdtemp(prefix="bench_sketch_")
     url = cluster_url or os.environ.get("REDIS_URL") or srv.ensure(var, "redis").uri
@@ -227,10 +241,11 @@ def sketch_run(n: int, measure: int, cluster_url: str | None = None, min_shared:
     first = n - measure
     try:
         gc.collect()
-        before = used_memory(r)
+        before = settled_memory(r)
         t0 = time.perf_counter()
         index.add_many((f"{i:032x}", sketch_of(i, first)) for i in range(first))
         load_s = time.perf_counter() - t0
+        settled_memory(r)  # time claims, not the AOF rewrite the bulk load set off
         lat, false_cands, copies_seen = [], 0, 0
         clock = time.perf_counter_ns
         for i in range(first, n):
@@ -242,7 +257,7 @@ def sketch_run(n: int, measure: int, cluster_url: str | None = None, min_shared:
                 if len(set(values) & set(sketch_of(int(o, 16), first))) < min_shared:
                     false_cands += 1
             copies_seen += bool(others)
-        after = used_memory(r)
+        after = settled_memory(r)
         res = summary(lat)
         res.update(indexed=n, bytes_per_page=round((after - before) / max(n, 1), 1), bulk_load_s=round(load_s, 1),
                    false_candidates=false_cands, claims_with_candidates=copies_seen,
