@@ -51,12 +51,15 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         return n
 
     def _reclaim_sketches(self) -> int:
-        """Re-add kept pages' passage sketches from MongoDB, oldest first (claim order = page order)."""
-        n = 0
-        for d in self.pages.find({"sketch": {"$type": "array"}}, {"_id": 1, "sketch": 1}).sort("fetched", 1):
-            self._retry("redis", self.sketches.claim, str(d["_id"]), [to_unsigned64(v) for v in d["sketch"]], 10 ** 6)
-            n += 1
-        return n
+        """Re-add kept pages' passage sketches from MongoDB, oldest first (claim order = page order), in bulk."""
+        n, chunk = 0, []
+        cur = self.pages.find({"sketch": {"$type": "array"}}, {"_id": 1, "sketch": 1}).sort("fetched", 1)
+        for d in cur.batch_size(5000):
+            chunk.append((str(d["_id"]), [to_unsigned64(v) for v in d["sketch"]]))
+            if len(chunk) >= 50_000:
+                n += self._retry("redis", self.sketches.add_many, chunk)
+                chunk = []
+        return n + (self._retry("redis", self.sketches.add_many, chunk) if chunk else 0)
 
     def reconcile_index(self, exclude: set[str] | None = None) -> int:
         """Check every Redis index the crawl relies on against MongoDB and rebuild what is missing

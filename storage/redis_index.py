@@ -17,13 +17,16 @@ Layout (all keys start with the configured prefix, e.g. ``zhd:``):
   overhead); the page id is stored once, in ``fp:``.
 - ``n``  count of indexed pages; ``layout`` the version of this layout and its k (a change of either
   rebuilds the index from MongoDB).
+- ``sk:{4 hex}``  passage-sketch buckets (8-byte records: 4 value bytes + 4-byte claim number) and
+  ``sq:{claim >> 7}`` claim number -> page id, ``skseq`` the claim counter (see SKETCH_CLAIM_LUA).
 - ``seed:{16 hex}``  set of packed (4-byte offset, doc id) for the copy matcher's window seeds;
   ``seeddoc:{doc id}`` the packed (8-byte hash, 4-byte offset) list of one document, for remove().
 
 On a Redis Cluster (detected from the server, storage.connection.redis_client) every Lua script touches
-one hash slot: the layout ``3c`` keeps ``ex:{x<bucket>}`` (field -> page id), ``sh:{<block>:<value hex>}``
+one hash slot: the layout ``4c`` keeps ``ex:{x<bucket>}`` (field -> page id), ``sh:{<block>:<value hex>}``
 hashes (field = the 8-byte fingerprint, value = 4-byte per-key insertion order, the exact-hash tag in
-block 0, the page id, plus a ``#`` field counting insertions) and ``sk:{<4 hex>}`` sketch buckets, so the
+block 0, the page id, plus a ``#`` field counting insertions) and ``sk:{<4 hex>}`` sketch buckets (with
+``sq:`` names as on one server), so the
 load spreads over the shards. docs/scale-out.md explains why the per-slot steps still give exactly one
 original (SimHash: the first block two pages share orders them; sketches: the lowest shared value).
 
@@ -43,8 +46,8 @@ from redis.cluster import RedisCluster
 from fingerprint.hamming_index import block_layout
 from fingerprint.neardup import check_k
 
-CLUSTER_LAYOUT = "3c"  # the cluster's per-slot layout (see the module docstring)
-LAYOUT = "3"  # bump when the key layout changes: open_store then rebuilds the index from MongoDB
+CLUSTER_LAYOUT = "4c"  # the cluster's per-slot layout (see the module docstring)
+LAYOUT = "4"  # bump when the key layout changes: open_store then rebuilds the index from MongoDB
 MASK64 = (1 << 64) - 1
 _HEX_ID = re.compile(r"[0-9a-f]{24}|[0-9a-f]{32}")
 _RAW_LENGTHS = (12, 16)
@@ -563,105 +566,170 @@ class RedisSeedIndex:
 
 
 # The crawl-time dedup's third step (fingerprint.neardup): kept pages' passage sketches.
-# ``sk:{4 hex}`` hash (65,536 buckets by the value's top 16 bits), field = the value's other 6 bytes,
-# value = entries (1-byte id length, page id, 12-digit claim sequence). A claim adds the page and
-# returns, atomically, every other page sharing >= min_shared values with its claim sequence number:
-# a page is only ever compared with pages claimed before it, so two crawlers racing on two copies
-# never both drop (the later one is the copy) and never both keep what the verification calls a copy.
-SKETCH_CLAIM_LUA = r"""
+# ``sk:{4 hex}`` STRING per bucket (65,536 buckets by the value's top 16 bits) of fixed 8-byte records:
+# the value's low 32 bits, then the page's 4-byte big-endian claim number. ``sq:{claim >> 7}`` hash maps
+# a claim number (field: claim & 127) to the page id, written before any record that uses it and never
+# changed (deleted when the page is unclaimed). A record is found with string.find (memmem) and kept only
+# at a record boundary; 48 bits of each value are compared (a false shared value only adds a candidate
+# that the text verification rejects). Rewritten with SET (exact size), never APPEND (which over-allocates).
+SK_RECORD = 8
+SK_NAMES = 128  # claim numbers per ``sq:`` hash (small-int fields: a compact hash under Redis' defaults)
+MAX_CLAIM = (1 << 32) - 1
+
+# Lua helpers: aligned records of one value in a bucket string, and a 4-byte claim number.
+SKETCH_RECORDS_LUA = r"""
+local function word(s, i)
+  local a, b, c, d = string.byte(s, i, i + 3)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+local function records(cur, sub)
+  local out, pos = {}, 1
+  while true do
+    local p = string.find(cur, sub, pos, true)
+    if not p then return out end
+    if p % 8 == 1 then table.insert(out, p); pos = p + 8 else pos = p + 1 end
+  end
+end
+local function claimbytes(c)
+  return string.char(math.floor(c / 16777216) % 256, math.floor(c / 65536) % 256, math.floor(c / 256) % 256, c % 256)
+end
+"""
+
+# A claim adds the page and returns, atomically, every other page sharing >= min_shared values with its
+# claim number: a page is only ever compared with pages claimed before it, so two crawlers racing on two
+# copies never both drop (the later one is the copy) and never both keep what the verification calls a copy.
+# ARGV: prefix, page id, min_shared, then the values' first 6 bytes (distinct). A page claimed before
+# (a resumed decision) keeps its earliest number. Values: bucket (2 bytes), then the record's 4 value bytes. Returns {claim, then per other page: id, shared, claim}.
+SKETCH_CLAIM_LUA = SKETCH_RECORDS_LUA + r"""
 local prefix, pid, min_shared = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local seq = redis.call('INCR', prefix .. 'skseq')
-local counts, seqs, order = {}, {}, {}
+local names = {}
+local function idof(c)
+  if names[c] == nil then
+    names[c] = redis.call('HGET', prefix .. 'sq:' .. math.floor(c / 128), c % 128) or false
+  end
+  return names[c]
+end
+local keys, curs, found, seq = {}, {}, {}, nil
 for i = 4, #ARGV do
-  local v = ARGV[i]
-  local key = prefix .. 'sk:' .. string.format('%02x%02x', string.byte(v, 1, 2))
-  local field = string.sub(v, 3)
-  local cur = redis.call('HGET', key, field) or ''
-  local pos, mine = 1, false
-  while pos <= #cur do
-    local n = string.byte(cur, pos)
-    local id = string.sub(cur, pos + 1, pos + n)
-    local s = tonumber(string.sub(cur, pos + 1 + n, pos + n + 12))
-    pos = pos + n + 13
+  local key = prefix .. 'sk:' .. string.format('%02x%02x', string.byte(ARGV[i], 1, 2))
+  keys[i] = key
+  if curs[key] == nil then curs[key] = redis.call('GET', key) or '' end
+  found[i] = {}
+  for _, p in ipairs(records(curs[key], string.sub(ARGV[i], 3, 6))) do
+    local c = word(curs[key], p + 4)
+    table.insert(found[i], c)
+    if idof(c) == pid and (seq == nil or c < seq) then seq = c end
+  end
+end
+if seq == nil then
+  seq = redis.call('INCR', prefix .. 'skseq')
+  if seq > 4294967295 then return redis.error_reply('sketch claim numbers exhausted (4-byte records)') end
+  redis.call('HSET', prefix .. 'sq:' .. math.floor(seq / 128), seq % 128, pid)
+end
+local rec = claimbytes(seq)
+local counts, first, order = {}, {}, {}
+for i = 4, #ARGV do
+  local mine, seen = false, {}
+  for _, c in ipairs(found[i]) do
+    local id = idof(c)
     if id == pid then
       mine = true
-      if s < seq then seq = s end
-    else
-      if counts[id] == nil then counts[id] = 0; seqs[id] = s; table.insert(order, id) end
+    elseif id and not seen[id] then
+      seen[id] = true
+      if counts[id] == nil then counts[id] = 0; first[id] = c; table.insert(order, id) end
       counts[id] = counts[id] + 1
     end
   end
   if not mine then
-    redis.call('HSET', key, field, cur .. string.char(#pid) .. pid .. string.format('%012d', seq))
+    curs[keys[i]] = curs[keys[i]] .. string.sub(ARGV[i], 3, 6) .. rec
+    redis.call('SET', keys[i], curs[keys[i]])
   end
 end
 local out = {seq}
 for _, id in ipairs(order) do
   if counts[id] >= min_shared then
-    table.insert(out, id); table.insert(out, counts[id]); table.insert(out, seqs[id])
+    table.insert(out, id); table.insert(out, counts[id]); table.insert(out, first[id])
   end
 end
 return out
 """
 
-# Cluster: one sketch bucket (one slot). KEYS: the bucket; ARGV: page id, claim number, fields (ascending).
-# Appends this page to each field's entries (unless there); returns {own earlier claim number or 0,
-# then for every other entry: field index (negative when after this page's entry), page id, claim number}.
-SKETCH_BUCKET_LUA = r"""
-local pid, seq = ARGV[1], ARGV[2]
-local out = {0}
-for i = 3, #ARGV do
-  local field = ARGV[i]
-  local cur = redis.call('HGET', KEYS[1], field) or ''
-  local pos, mine = 1, false
-  while pos <= #cur do
-    local n = string.byte(cur, pos)
-    local id = string.sub(cur, pos + 1, pos + n)
-    local s = string.sub(cur, pos + 1 + n, pos + n + 12)
-    pos = pos + n + 13
-    if id == pid then
-      mine = true
-      if out[1] == 0 or tonumber(s) < out[1] then out[1] = tonumber(s) end
-    else
-      table.insert(out, (i - 2) * (mine and -1 or 1)); table.insert(out, id); table.insert(out, s)
-    end
-  end
-  if not mine then redis.call('HSET', KEYS[1], field, cur .. string.char(#pid) .. pid .. seq) end
-end
-return out
-"""
-
-# Take a page out of one bucket's fields (single server and cluster). KEYS: the bucket; ARGV: page id, fields.
-SKETCH_UNCLAIM_BUCKET_LUA = r"""
-local pid = ARGV[1]
+# Cluster: one sketch bucket (one slot). KEYS: the bucket; ARGV: this claim's 4-byte number, then the
+# values' 4 record bytes (ascending). Appends this claim's record to each value unless there; returns
+# for every record of these values, this page's included: value index (from 1), position, claim number.
+SKETCH_BUCKET_LUA = SKETCH_RECORDS_LUA + r"""
+local rec = ARGV[1]
+local cur = redis.call('GET', KEYS[1]) or ''
+local out, grown = {}, false
 for i = 2, #ARGV do
-  local cur = redis.call('HGET', KEYS[1], ARGV[i])
-  if cur then
-    local kept, pos = {}, 1
-    while pos <= #cur do
-      local n = string.byte(cur, pos)
-      if string.sub(cur, pos + 1, pos + n) ~= pid then table.insert(kept, string.sub(cur, pos, pos + n + 12)) end
-      pos = pos + n + 13
-    end
-    if #kept == 0 then redis.call('HDEL', KEYS[1], ARGV[i]) else redis.call('HSET', KEYS[1], ARGV[i], table.concat(kept)) end
+  local mine = false
+  for _, p in ipairs(records(cur, ARGV[i])) do
+    local c = string.sub(cur, p + 4, p + 7)
+    if c == rec then mine = true end
+    table.insert(out, i - 1); table.insert(out, (p - 1) / 8); table.insert(out, word(c, 1))
+  end
+  if not mine then
+    table.insert(out, i - 1); table.insert(out, #cur / 8); table.insert(out, word(rec, 1))
+    cur = cur .. ARGV[i] .. rec
+    grown = true
   end
 end
-return 1
+if grown then redis.call('SET', KEYS[1], cur) end
+return out
 """
+
+# Take records out of one bucket (single server and cluster). KEYS: the bucket; ARGV: whole 8-byte records.
+SKETCH_UNCLAIM_BUCKET_LUA = SKETCH_RECORDS_LUA + r"""
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local n = 0
+for i = 1, #ARGV do
+  local p = records(cur, ARGV[i])[1]
+  if p then cur = string.sub(cur, 1, p - 1) .. string.sub(cur, p + 8); n = n + 1 end
+end
+if n > 0 then
+  if #cur == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], cur) end
+end
+return n
+"""
+
+# Bulk load: append record blobs to buckets, each rewritten at its exact size. KEYS: buckets; ARGV: blobs.
+SKETCH_LOAD_LUA = r"""
+for i = 1, #KEYS do redis.call('SET', KEYS[i], (redis.call('GET', KEYS[i]) or '') .. ARGV[i]) end
+return #KEYS
+"""
+
+
+def _compared(value: bytes) -> bytes:
+    """The 48 compared bits of an 8-byte big-endian sketch value: bucket (top 16 bits), then the low 32."""
+    return value[:2] + value[4:]
 
 
 def _value_bytes(values: Sequence[int]) -> list[bytes]:
-    return [(v & MASK64).to_bytes(8, "big") for v in values]
+    """The distinct compared parts of sketch values, ascending (the order every claim goes in)."""
+    return sorted({_compared((v & MASK64).to_bytes(8, "big")) for v in values})
 
 
-def _entry_ids(cur: bytes | None) -> list[bytes]:
-    """Page ids of one sketch field's entries, in claim order."""
-    ids, pos = [], 0
-    while cur and pos < len(cur):
-        n = cur[pos]
-        ids.append(cur[pos + 1:pos + 1 + n])
-        pos += n + 13
-    return ids
+def _claim_bytes(claim: int) -> bytes:
+    """A claim number as the 4 bytes of a sketch record."""
+    if not 0 < claim <= MAX_CLAIM:
+        raise ValueError(f"sketch claim numbers are exhausted (4-byte records): {claim}")
+    return claim.to_bytes(4, "big")
+
+
+def _record_claims(blob: bytes | None, sub: bytes) -> list[int]:
+    """Claim numbers of one value's records (its 4 record bytes) in a bucket string, in bucket order."""
+    out, pos = [], 0
+    while blob:
+        p = blob.find(sub, pos)
+        if p < 0:
+            break
+        if p % SK_RECORD == 0:
+            out.append(int.from_bytes(blob[p + 4:p + 8], "big"))
+            pos = p + SK_RECORD
+        else:
+            pos = p + 1
+    return out
 
 
 class RedisSketchIndex:
@@ -677,6 +745,8 @@ class RedisSketchIndex:
         else:
             self._claim = client.register_script(SKETCH_CLAIM_LUA)
         self._unbucket = client.register_script(SKETCH_UNCLAIM_BUCKET_LUA)
+        self._load_script = client.register_script(SKETCH_LOAD_LUA)
+        self._hdel_if = client.register_script(HDEL_IF_LUA)
 
     def claim(self, page_id: str, values: Sequence[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """Add a page's sketch; returns (its claim number, [(other page, shared values, its claim number)])."""
@@ -686,10 +756,28 @@ class RedisSketchIndex:
         seq, rest = int(res[0]), res[1:]
         return seq, [(decode_id(rest[i]), int(rest[i + 1]), int(rest[i + 2])) for i in range(0, len(rest), 3)]
 
+    def _name_key(self, claim: int) -> tuple[str, int]:
+        """Where a claim number's page id is: (``sq:`` hash, field)."""
+        return f"{self.prefix}sq:{claim // SK_NAMES}", claim % SK_NAMES
+
+    def _name(self, claim: int, pid: bytes) -> None:
+        """Record which page a claim number is (before any record with that number is written)."""
+        key, field = self._name_key(claim)
+        self.r.hset(key, str(field), pid)
+
+    def _names(self, claims: Iterable[int]) -> dict[int, bytes | None]:
+        """Page ids of claim numbers (None for a page taken out since), one pipelined read."""
+        claims = list(dict.fromkeys(claims))
+        pipe = self.r.pipeline(transaction=False)
+        for c in claims:
+            key, field = self._name_key(c)
+            pipe.hget(key, str(field))
+        return dict(zip(claims, pipe.execute())) if claims else {}
+
     def _buckets(self, values: Sequence[int]) -> list[tuple[str, list[bytes]]]:
-        """(bucket key, its fields) in ascending value order (on a cluster the bucket is the key's hash tag)."""
+        """(bucket key, its values' 4 record bytes) in ascending value order (on a cluster the bucket is the key's hash tag)."""
         out: dict[str, list[bytes]] = {}
-        for v in sorted(set(_value_bytes(values))):
+        for v in _value_bytes(values):
             bucket = f"{{{v[:2].hex()}}}" if self.cluster else v[:2].hex()
             out.setdefault(f"{self.prefix}sk:{bucket}", []).append(v[2:])
         return list(out.items())
@@ -697,16 +785,18 @@ class RedisSketchIndex:
     def _claim_cluster(self, pid: bytes, values: Sequence[int], min_shared: int) -> tuple[int, list]:
         """Claim bucket by bucket in ascending value order; a page claimed earlier is reported.
 
-        The claim number comes from one INCR on ``skseq`` (one small hot key). Which of two pages is
-        earlier is decided where they share their LOWEST value: the one whose entry comes first there.
-        A page seen before this one at some value has already claimed all its lower values (ascending
-        order), so re-reading this page's values shows whether it came after this one there. How many
-        values two pages share is counted on that re-read, or, for a page still claiming, from its
-        intent (its whole sketch, written before its first bucket and deleted after its last): a page
-        seen at one value while it is still claiming may share more.
+        The claim number comes from one INCR on ``skseq`` (one small hot key); its page id is recorded
+        before the first bucket. Which of two pages is earlier is decided where they share their LOWEST
+        value: the one whose record comes first there. A page seen before this one at some value has
+        already claimed all its lower values (ascending order), so re-reading this page's values shows
+        whether it came after this one there. How many values two pages share is counted on that
+        re-read, or, for a page still claiming, from its intent (its whole sketch, written before its
+        first bucket and deleted after its last): a page seen at one value while still claiming may share more.
         """
         seq = int(self.r.incr(f"{self.prefix}skseq"))
-        mine = sorted(set(_value_bytes(values)))
+        _claim_bytes(seq)
+        self._name(seq, pid)
+        mine = sorted({(v & MASK64).to_bytes(8, "big") for v in values})
         intent = f"{self.prefix}ski:{pid.hex()}"
         self.r.set(intent, b"".join(mine), ex=INTENT_SECONDS)
         try:
@@ -716,51 +806,118 @@ class RedisSketchIndex:
 
     def _claim_buckets(self, pid: bytes, seq: int, mine: list[bytes], min_shared: int) -> tuple[int, list]:
         buckets = self._buckets([int.from_bytes(v, "big") for v in mine])
-        order = [(key, f) for key, fields in buckets for f in fields]
+        found: list[list[tuple[int, int]]] = []      # per value: (position, claim number) of its records
+        for key, subs in buckets:
+            res = self._bucket(keys=[key], args=[_claim_bytes(seq), *subs])
+            per: list[list[tuple[int, int]]] = [[] for _ in subs]
+            for j in range(0, len(res), 3):
+                per[int(res[j]) - 1].append((int(res[j + 1]), int(res[j + 2])))
+            found.extend(per)
+        names = self._names(c for recs in found for _, c in recs if c != seq)
+        names[seq] = pid
+        seq = min([c for recs in found for _, c in recs if names.get(c) == pid] + [seq])
         before: dict[bytes, int] = {}      # id -> lowest value index where it was before this page
         claims: dict[bytes, int] = {}      # id -> its claim number
-        base = 0
-        for key, fields in buckets:
-            res = self._bucket(keys=[key], args=[pid, f"{seq:012d}", *fields])
-            if int(res[0]):
-                seq = min(seq, int(res[0]))
-            for j in range(1, len(res), 3):
-                at = int(res[j])
-                if at > 0:
-                    before.setdefault(res[j + 1], base + at - 1)
-                claims.setdefault(res[j + 1], int(res[j + 2]))
-            base += len(fields)
+        for i, recs in enumerate(found):
+            own = min(p for p, c in recs if names.get(c) == pid)
+            for p, c in recs:
+                o = names.get(c)
+                if o is not None and o != pid:
+                    if p < own:
+                        before.setdefault(o, i)
+                    claims.setdefault(o, c)
         pipe = self.r.pipeline(transaction=False)
         for o in claims:   # intents first: a page whose intent is gone has claimed every value by now
             pipe.get(f"{self.prefix}ski:{o.hex()}")
         intents = dict(zip(claims, pipe.execute()))
-        pipe = self.r.pipeline(transaction=False)
-        for key, field in order:
-            pipe.hget(key, field)
-        present = [set(_entry_ids(cur)) - {pid} for cur in pipe.execute()]
+        present = self._present(buckets, names)
         before = {o: at for o, at in before.items() if not any(o in ids for ids in present[:at])}
         shared: dict[bytes, int] = {}
         for ids in present:
-            for o in ids:
+            for o in ids - {pid}:
                 shared[o] = shared.get(o, 0) + 1
-        mine_set = set(mine)
+        mine_set = {_compared(v) for v in mine}
         for o, blob in intents.items():
             if blob:
-                theirs = {blob[i:i + 8] for i in range(0, len(blob), 8)}
+                theirs = {_compared(blob[i:i + 8]) for i in range(0, len(blob), 8)}
                 shared[o] = max(shared.get(o, 0), len(mine_set & theirs))
         return seq, [(decode_id(o), n, min(claims.get(o, seq), seq - 1) if o in before
                       else max(claims.get(o, seq), seq + 1)) for o, n in shared.items() if n >= min_shared]
 
+    def _present(self, buckets: list[tuple[str, list[bytes]]], names: dict[int, bytes | None]) -> list[set[bytes]]:
+        """Re-read: the page ids holding each value now (ascending value order)."""
+        pipe = self.r.pipeline(transaction=False)
+        for key, _ in buckets:
+            pipe.get(key)
+        per_value = [_record_claims(blob, sub) for (_, subs), blob in zip(buckets, pipe.execute()) for sub in subs]
+        names.update(self._names(c for cs in per_value for c in cs if c not in names))
+        return [{names[c] for c in cs if names.get(c) is not None} for cs in per_value]
+
     def unclaim(self, page_id: str, values: Sequence[int]) -> None:
-        """Take a page's sketch out (a copy found after its claim, a purge)."""
-        for key, fields in self._buckets(values):
-            self._unbucket(keys=[key], args=[encode_id(page_id), *fields])
+        """Take a page's sketch out (a copy found after its claim, a purge): its records, then its name."""
+        pid = encode_id(page_id)
+        buckets = self._buckets(values)
+        pipe = self.r.pipeline(transaction=False)
+        for key, _ in buckets:
+            pipe.get(key)
+        found = [[(sub, _record_claims(blob, sub)) for sub in subs] for (_, subs), blob in zip(buckets, pipe.execute())]
+        names = self._names(c for per in found for _, cs in per for c in cs)
+        own = {c for c, name in names.items() if name == pid}
+        for (key, _), per in zip(buckets, found):
+            recs = [sub + _claim_bytes(c) for sub, cs in per for c in cs if c in own]
+            if recs:
+                self._unbucket(keys=[key], args=recs)
+        for c in own:
+            key, field = self._name_key(c)
+            self._hdel_if(keys=[key], args=[str(field), pid])
+
+    def add_many(self, pages: Iterable[tuple[str, Sequence[int]]], batch: int = 100_000) -> int:
+        """Known kept pages' sketches in claim order, unchecked (rebuild; pipelined, exact-size buckets); returns how many."""
+        n, chunk = 0, []
+        for page in pages:
+            chunk.append(page)
+            if len(chunk) >= batch:
+                n += self._load(chunk)
+                chunk = []
+        return n + (self._load(chunk) if chunk else 0)
+
+    def _load(self, chunk: list[tuple[str, Sequence[int]]]) -> int:
+        """One batch of add_many: names first (pipelined), then every bucket's new records in one rewrite."""
+        first = int(self.r.incrby(f"{self.prefix}skseq", len(chunk))) - len(chunk) + 1
+        _claim_bytes(first + len(chunk) - 1)
+        recs: dict[str, bytearray] = {}
+        pipe = self.r.pipeline(transaction=False)
+        for claim, (page_id, values) in enumerate(chunk, first):
+            key, field = self._name_key(claim)
+            pipe.hset(key, str(field), encode_id(page_id))
+            if len(pipe) >= 5000:
+                pipe.execute()
+            tail = _claim_bytes(claim)
+            for bucket, subs in self._buckets(values):
+                blob = recs.setdefault(bucket, bytearray())
+                for sub in subs:
+                    blob += sub + tail
+        pipe.execute()
+        items = sorted(recs.items())
+        step = 1 if self.cluster else 256  # a cluster script touches one slot
+        for start in range(0, len(items), step * 64):
+            pipe = self.r.pipeline(transaction=False) if not self.cluster else None
+            for s in range(start, min(start + step * 64, len(items)), step):
+                part = items[s:s + step]
+                call = dict(keys=[k for k, _ in part], args=[bytes(b) for _, b in part])
+                if pipe is None:
+                    self._load_script(**call)
+                else:
+                    self._load_script(client=pipe, **call)
+            if pipe is not None:
+                pipe.execute()
+        return len(chunk)
 
     def claimed_any(self) -> bool:
         """True once a sketch was claimed (the ``skseq`` counter exists)."""
         return bool(self.r.exists(f"{self.prefix}skseq"))
 
     def clear(self) -> int:
-        """Delete every sketch."""
-        return delete_matching(self.r, [_glob(self.prefix) + "sk:*", _glob(self.prefix) + "ski:*"],
+        """Delete every sketch (buckets, claim names, intents, the counter)."""
+        return delete_matching(self.r, [_glob(self.prefix) + p for p in ("sk:*", "sq:*", "ski:*")],
                                [self.prefix + "skseq"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.redis_index import decode_id, encode_id
+from storage.redis_index import LAYOUT, decode_id, encode_id
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
@@ -276,8 +276,21 @@ def test_a_change_of_k_rebuilds_the_index_for_the_new_k(store, store_config):
     far = flip(fp, 1, 2, 3, 4, 5)
     assert store.lookup(_h(2, "k"), far).kind == "new"
     with open_store(store_config.with_(simhash_k=5)) as st:
-        assert st.redis.get(f"{store_config.key_prefix}layout") == b"3:k5"
+        assert st.redis.get(f"{store_config.key_prefix}layout") == f"{LAYOUT}:k5".encode()
         res = st.lookup(_h(2, "k"), far)
         assert (res.kind, res.original_id, res.distance) == ("near", a, 5)
     with pytest.raises(ValueError, match="from 0 to 8"):
         open_store(store_config.with_(simhash_k=9))
+
+
+@pytest.mark.parametrize("fp", [0, 1, 99_999, 100_000, 2**32 - 1, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**63 + 1,
+                                2**64 - 100_000, 2**64 - 1])
+def test_block_members_read_back_exactly_at_the_edges(store, fp):
+    """The Lua reads a block-set member (a signed decimal) back as two exact 32-bit halves."""
+    from storage.redis_index import SimHashIndex
+
+    index = SimHashIndex(store.redis, f"{store.config.key_prefix}edge:", 3)
+    assert index.check("orig", _h(fp, "edge"), fp).kind == "new"
+    for bit in (0, 31, 32, 63):
+        res = index.check("", _h(bit, "edge-q"), fp ^ (1 << bit) ^ (1 << ((bit + 17) % 64)), insert=False)
+        assert (res.kind, res.original_id, res.distance, res.original_simhash) == ("near", "orig", 2, fp)
