@@ -75,8 +75,9 @@ class WorkerPool:
         """Start the processes (if not yet) and run warm_up in each, before the first page arrives."""
         if self.broken or self.size <= 0:
             return
-        if self.executor is None:  # forkserver: the crawler's store threads may hold locks a fork would copy
-            context = multiprocessing.get_context("forkserver")
+        if self.executor is None:  # not fork: the crawler's store threads may hold locks a fork would copy
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
             self.executor = ProcessPoolExecutor(max_workers=self.size, mp_context=context)
         for _ in range(self.size):
             self.executor.submit(warm_up)
