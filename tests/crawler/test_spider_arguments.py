@@ -99,3 +99,14 @@ def test_a_simhash_k_the_index_cannot_serve_is_refused_before_anything_starts(tm
     critical = [line for line in proc.stderr.splitlines() if "CRITICAL" in line]
     assert len(critical) == 1 and "bad dedup setting" in critical[0], proc.stderr[-2000:]
     assert not var.exists(), "no server was started and nothing fetched"
+
+
+@pytest.mark.parametrize("setting", ["ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS"])
+def test_a_bad_worker_count_is_refused_before_anything_starts(tmp_path, setting):
+    var = tmp_path / "var"
+    proc = scrapy_crawl("news", {"start_urls": "http://127.0.0.1:9/"}, {setting: "many"},
+                        env={"ZHDEDUP_VAR": str(var)}, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    critical = [line for line in proc.stderr.splitlines() if "CRITICAL" in line]
+    assert len(critical) == 1 and f"{setting}='many'" in critical[0], proc.stderr[-2000:]
+    assert not var.exists(), "no server was started and nothing fetched"
