@@ -341,6 +341,21 @@ def embedded_var(path: Path) -> Iterator[Path]:
         srv.stop(path)
 
 
+def fresh_db(var: Path, tag: str) -> Iterator[str]:
+    """A fresh database name / key prefix on a var dir's servers (servers restarted if a test killed them),
+    dropped afterwards."""
+    import uuid
+
+    from storage import StoreConfig, open_store
+    from storage import servers as srv
+
+    name = f"{tag}{uuid.uuid4().hex[:8]}"
+    yield name
+    srv.ensure_all(var)
+    with open_store(StoreConfig(var_dir=str(var), db_name=name, key_prefix=f"{name}:", replay_spool=False)) as st:
+        st.drop_all()
+
+
 def sigkill(var: Path, name: str) -> int:
     """SIGKILL one embedded server and wait until it is gone."""
     pid = int((var / "run" / f"{name}.pid").read_text())

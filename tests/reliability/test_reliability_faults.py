@@ -6,13 +6,11 @@ MongoDB. benchmarks/bench_faults.py runs the same scenarios with more seeds and 
 from __future__ import annotations
 
 import os
-import uuid
 
 import pytest
 
-from storage import StoreConfig, open_store
-from storage import servers as srv
-from tests.reliability.reliability_helpers import ALL_COPIES, SCENARIOS, NewsSites, embedded_var, run_fault_scenario
+from tests.reliability.reliability_helpers import (ALL_COPIES, SCENARIOS, NewsSites, embedded_var, fresh_db,
+                                                   run_fault_scenario)
 
 pytestmark = pytest.mark.timeout(300)
 SEEDS = [int(s) for s in os.environ.get("ZHDEDUP_FAULT_SEEDS", "1").split(",")]
@@ -35,11 +33,7 @@ def sites():
 @pytest.fixture
 def db(var):
     """A fresh database name / key prefix on the private servers; dropped afterwards."""
-    name = f"q{uuid.uuid4().hex[:8]}"
-    yield name
-    srv.ensure_all(var)
-    with open_store(StoreConfig(var_dir=str(var), db_name=name, key_prefix=f"{name}:", replay_spool=False)) as st:
-        st.drop_all()
+    yield from fresh_db(var, "q")
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -7,14 +7,13 @@ These tests start their OWN embedded servers in a private var dir (never the ses
 from __future__ import annotations
 
 import shutil
-import uuid
 
 import pytest
 
 from storage import StoreConfig, open_store
 from storage import servers as srv
 from tests.reliability.reliability_helpers import (CrawlProc, NewsSites, assert_every_story_once, crawl_env, embedded_var,
-                                                   sigkill, stored, wait_until)
+                                                   fresh_db, sigkill, stored, wait_until)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -36,11 +35,7 @@ def sites():
 @pytest.fixture
 def db(var):
     """A fresh database name / key prefix on the private servers; dropped afterwards."""
-    name = f"r{uuid.uuid4().hex[:8]}"
-    yield name
-    srv.ensure_all(var)
-    with open_store(StoreConfig(var_dir=str(var), db_name=name, key_prefix=f"{name}:", replay_spool=False)) as st:
-        st.drop_all()
+    yield from fresh_db(var, "r")
 
 
 def final_store(var, db: str):
