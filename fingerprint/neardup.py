@@ -30,6 +30,7 @@ from fingerprint.matcher import MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
 from fingerprint.simhash import hamming
 
+MAX_RACES = 8  # displacements of one story lost to other crawlers before a copy settles for what it found
 MAX_K = 8  # beyond 8 bits the k+1 blocks are under 8 bits wide: every lookup scans a large share of the index
 
 
@@ -163,8 +164,12 @@ class DedupIndex(Protocol):
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Queue the page's whole decision to run again later (a lookup raised LookupUnavailable)."""
 
-    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
-        """doc, a copy of old_id published earlier, becomes the original; old_id becomes its copy."""
+    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> str | None:
+        """doc, a copy of old_id published earlier, becomes the original; old_id becomes its copy.
+        None when doc took the place, else the id of the copy that displaced old_id first."""
+
+    def resolve(self, page_id: str) -> str:
+        """The kept page that stands for page_id now (itself, or the copy that displaced it)."""
 
 
 class DedupEngine:
@@ -191,11 +196,18 @@ class DedupEngine:
             try:
                 verdict = self._by_passages(doc)
             except LookupUnavailable as e:
-                self.index.defer(doc, str(e))        # deferred, not decided: the index re-runs it later
-                return Verdict("new", spooled=True)
+                return self._defer(doc, e)
             if not verdict.is_duplicate:
                 return verdict
-        return self._earliest_published(doc, verdict)
+        try:
+            return self._earliest_published(doc, verdict)
+        except LookupUnavailable as e:
+            return self._defer(doc, e)
+
+    def _defer(self, doc: DedupDoc, why: LookupUnavailable) -> Verdict:
+        """Kept for now, not decided: the index re-runs the whole decision later."""
+        self.index.defer(doc, str(why))
+        return Verdict("new", spooled=True)
 
     def _by_passages(self, doc: DedupDoc) -> Verdict:
         """Claim the sketch; verify the best pages claimed earlier (of two racing copies the later is the copy)."""
@@ -211,14 +223,21 @@ class DedupEngine:
         return Verdict("new")
 
     def _earliest_published(self, doc: DedupDoc, verdict: Verdict) -> Verdict:
-        """Nutch's rule: the original is the earliest published copy (else the first crawled)."""
+        """Nutch's rule: the original is the earliest published copy (else the first crawled). The original
+        found may have been displaced meanwhile, or be displaced by another crawler at this very moment:
+        compare with the page that stands for it, and with the winner of a displacement lost."""
         if doc.published is None or verdict.original is None or verdict.original == doc.page_id:
             return verdict
-        theirs = self.index.published_of(verdict.original)
-        if theirs is None or not doc.published < theirs:
-            return verdict
-        self.index.replace_original(verdict.original, doc, verdict)
-        return replace(verdict, kind="new", replaced=verdict.original, original=None)
+        verdict = replace(verdict, original=self.index.resolve(verdict.original))
+        for _ in range(MAX_RACES):
+            theirs = self.index.published_of(verdict.original)
+            if verdict.original == doc.page_id or theirs is None or not doc.published < theirs:
+                return verdict
+            winner = self.index.replace_original(verdict.original, doc, verdict)
+            if winner is None:
+                return replace(verdict, kind="new", replaced=verdict.original, original=None)
+            verdict = replace(verdict, original=winner)
+        return verdict
 
     def forget(self, doc: DedupDoc) -> None:
         """Take a kept page out of the index (a purge; a benchmark pair done)."""
@@ -297,13 +316,18 @@ class MemoryDedupIndex:
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Never called: an index in memory always answers."""
 
-    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
+    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> str | None:
         """Swap the kept page: old_id out, doc in (with a fresh claim)."""
         old = self.kept.get(old_id)
         if old is not None:
             self.forget(old)
         self._insert(doc)
         self.claim_sketch(doc, len(doc.sketch) + 1)
+        return None
+
+    def resolve(self, page_id: str) -> str:
+        """Every displaced page left this index at once: a page stands for itself."""
+        return page_id
 
 
 def is_near_duplicate(a: str, b: str, params: NearDupParams | None = None) -> Verdict:

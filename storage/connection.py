@@ -187,6 +187,7 @@ class Connection:
         self.matches = self.db["matches"]
         self.runs = self.db["runs"]
         self.outcomes = self.db["outcomes"]
+        self.demotions = self.db["demotions"]  # page id -> the earlier-published copy that took its place
 
     @property
     def retry_writes(self) -> bool:

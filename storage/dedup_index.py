@@ -109,16 +109,34 @@ class RedisDedupIndex:
         with self.store.inflight_lock:
             self.store.inflight.pop(doc.page_id, None)
 
-    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> None:
-        """The store moves old_id's page to duplicates and gives its index entries to doc."""
+    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> str | None:
+        """The store marks old_id displaced by doc and gives its index entries to doc (None), unless another
+        copy displaced old_id first (that copy's id)."""
         method = "exact" if verdict.method == "exact" else "passages" if verdict.method == "passages" else "near"
         with self.store.inflight_lock:
+            entry = self.store.inflight.get(old_id)
+        old_keys = {"content_hash": entry[0], "simhash": entry[1], "sketch": list(entry[2])} if entry else None
+        new = {"id": doc.page_id, "url": doc.url, "content_hash": doc.content_hash, "simhash": doc.simhash,
+               "sketch": list(doc.sketch)}
+        try:
+            winner = self.store.replace_original(old_id, new, method, verdict.distance, verdict.coverage, old_keys)
+        except StorageUnavailable as e:
+            raise LookupUnavailable(f"displacing {old_id}: {e.detail}") from e
+        if winner is not None:
+            return winner
+        with self.store.inflight_lock:
             self.store.inflight.pop(old_id, None)
-        self.store.replace_original(old_id, {"id": doc.page_id, "url": doc.url, "content_hash": doc.content_hash,
-                                             "simhash": doc.simhash, "sketch": list(doc.sketch)},
-                                    method, verdict.distance, verdict.coverage)
+        self._recent.pop(old_id, None)
         self._remember(doc)
         self._in_flight(doc)
+        return None
+
+    def resolve(self, page_id: str) -> str:
+        """The page that stands for page_id now (an earlier-published copy may have displaced it)."""
+        try:
+            return self.store.resolve_original(page_id)[0]
+        except StorageUnavailable as e:
+            raise LookupUnavailable(f"displacements of {page_id}: {e.detail}") from e
 
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Queue the page's whole decision for the spool replay (a failed lookup is never a miss)."""

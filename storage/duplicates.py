@@ -13,6 +13,7 @@ from .errors import BadDocument, StorageUnavailable
 from .schema import any_id_form, now, to_date
 
 METHODS = ("exact", "near", "passages")
+MAX_HOPS = 32  # a chain of earlier-published copies each displacing the last (dates strictly decrease)
 
 
 class DuplicateStore(Connection):
@@ -24,6 +25,7 @@ class DuplicateStore(Connection):
         d = _duplicate_doc(doc)
         try:
             res = self._retry("mongo", self.duplicates.update_one, {"url": d["url"]}, {"$set": d}, upsert=True)
+            self.settle_copies([d["original_id"]])
         except StorageUnavailable:
             self._spool("record_duplicate", doc=d)
             return True
@@ -44,6 +46,7 @@ class DuplicateStore(Connection):
             return results
         try:
             upserted = self._retry("mongo", self._upsert_duplicates, [d for _, d in good])
+            self.settle_copies([d["original_id"] for _, d in good])
         except StorageUnavailable:
             for _, d in good:
                 self._spool("record_duplicate", doc=d)
@@ -64,6 +67,37 @@ class DuplicateStore(Connection):
             for d in failed:
                 self.duplicates.update_one({"url": d["url"]}, {"$set": d}, upsert=True)
             return {u["index"] for u in exc.details.get("upserted", [])}
+
+    def resolve_original(self, page_id: str) -> tuple[str, str | None]:
+        """The page that now stands for page_id: itself, or the earlier-published copy that displaced it
+        (followed to the end of the chain); with that page's URL when a displacement named it."""
+        url = None
+        for _ in range(MAX_HOPS):
+            marker = self._retry("mongo", self.demotions.find_one, {"_id": str(page_id)}, {"by": 1, "by_url": 1})
+            if marker is None:
+                return str(page_id), url
+            page_id, url = marker["by"], marker.get("by_url")
+        raise RuntimeError(f"page {page_id}: a chain of {MAX_HOPS} displacements (a cycle?)")
+
+    def settle_copies(self, original_ids: list[str]) -> int:
+        """Re-point copy records whose original was displaced by an earlier-published copy; returns how many.
+
+        Called after every write of copy records and after every displacement: the writer of a record
+        reads the displacements after its write, the displacer re-points after writing its marker, so a
+        record written in any order ends pointing to a page that is kept (or about to be)."""
+        moved, todo = 0, {str(i) for i in original_ids if i}
+        for _ in range(MAX_HOPS):
+            if not todo:
+                return moved
+            markers = self._retry("mongo", list, self.demotions.find({"_id": {"$in": sorted(todo)}}, {"_id": 1}))
+            todo = set()
+            for m in markers:
+                target, url = self.resolve_original(m["_id"])
+                res = self._retry("mongo", self.duplicates.update_many, {"original_id": m["_id"]},
+                                  {"$set": {"original_id": target, "original_url": url}})
+                moved += res.modified_count
+                todo.add(target)   # displaced in turn meanwhile? then again
+        return moved
 
     def cluster_of(self, key: str) -> dict | None:
         """The cluster a page belongs to: its original (by page id, URL, or the URL of one of its copies)

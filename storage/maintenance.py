@@ -232,9 +232,13 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                 self._demote(doc, verdict, replay.index)
                 stats["demoted"] += 1
             else:
-                self._retry("mongo", self._save_page, doc)
+                self._settle_saved([{**doc, "_id": self._retry("mongo", self._save_page, doc)}])
+        elif op == "settle_pages":
+            ids = [to_oid(i) for i in a["ids"]]
+            self.settle_pages(self._retry("mongo", list, self.pages.find({"_id": {"$in": ids}})))
         elif op == "record_duplicate":
             self._retry("mongo", self.duplicates.update_one, {"url": a["doc"]["url"]}, {"$set": a["doc"]}, upsert=True)
+            self.settle_copies([a["doc"]["original_id"]])
         elif op == "record_outcomes":
             records = [r if "_id" in r else {**r, "_id": ObjectId()} for r in a["records"]]  # older spools
             self._retry("mongo", insert_once, self.outcomes, records)

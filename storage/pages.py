@@ -52,6 +52,7 @@ class PageStore(DuplicateStore):
             self._spool("save_page", doc=d)
             return str(d["_id"])
         self._drop_claimed_text(str(d["_id"]))
+        self._settle_saved([{**d, "_id": page_id}])
         return page_id
 
     def save_pages(self, docs: list[dict]) -> list[str | BadDocument]:
@@ -73,8 +74,16 @@ class PageStore(DuplicateStore):
             ids = [str(d["_id"]) for d in valid]
         else:
             self._drop_claimed_texts([str(d["_id"]) for d in valid])
+            self._settle_saved([{**d, "_id": i} for d, i in zip(valid, ids)])
         it = iter(ids)
         return [r if isinstance(r, BadDocument) else next(it) for r in results]
+
+    def _settle_saved(self, docs: list[dict]) -> None:
+        """settle_pages after a save; if MongoDB went away again, the check waits in the spool."""
+        try:
+            self.settle_pages(docs)
+        except StorageUnavailable:
+            self._spool("settle_pages", ids=[str(d["_id"]) for d in docs])
 
     def _drop_claimed_text(self, page_id: str) -> None:
         """The page is in MongoDB now: its text kept with the dedup claim can go (else it expires)."""
@@ -189,31 +198,80 @@ class PageStore(DuplicateStore):
         return {str(p["_id"]): str(p.get("text") or "") for p in self.pages.find({"_id": {"$in": ids}}, {"text": 1})}
 
     def replace_original(self, old_id: str, new: dict, method: str, distance: int | None = None,
-                         coverage: float | None = None) -> None:
+                         coverage: float | None = None, old_keys: dict | None = None) -> str | None:
         """A page found to copy `old_id` was published earlier: it becomes the original (Nutch's rule).
 
-        The old page moves to `duplicates` (as a copy of the new one), its copies are re-pointed, its
-        matches keep its text, and the Redis entries change owner. `new` holds the new page's id, url,
-        content_hash, simhash and sketch; the caller then saves the new page as usual. Not atomic across
-        crawlers: two crawlers promoting copies of one story at the same instant could both win.
+        One displacement marker per page, inserted once (`demotions`): of two crawlers promoting copies
+        of one story at once, the first wins and the other learns the winner's id (returned; None when
+        `new` won). The old page moves to `duplicates` now if MongoDB holds it, else when its save lands
+        (`settle_pages`); its copies are re-pointed (`settle_copies`); the Redis entries change owner.
+        `new` holds the new page's id, url, content_hash, simhash and sketch; `old_keys` the old page's
+        content_hash, simhash and sketch when the caller still has them (its save not landed yet).
         """
+        keys = {"content_hash": new["content_hash"], "simhash": to_signed64(int(new["simhash"])),
+                "sketch": [to_signed64(int(v)) for v in new.get("sketch") or ()]}
+        marker = {"_id": str(old_id), "by": new["id"], "by_url": new["url"], "by_keys": keys,
+                  "method": method, "distance": distance, "coverage": coverage, "at": now()}
+        winner = self._retry("mongo", self._claim_demotion, marker)
+        if winner != new["id"]:
+            return winner
         old = self._retry("mongo", self.pages.find_one, {"_id": to_oid(old_id)})
-        if old is None:
-            return
-        self.record_duplicate({"url": old["url"], "original_id": new["id"], "original_url": new["url"],
-                               "method": method, "distance": distance, "coverage": coverage,
-                               "site": old.get("site"), "title": old.get("title"), "fetched": old.get("fetched"),
-                               "content_hash": old.get("content_hash"), "replaced_by_earlier": True})
-        self._retry("mongo", self.duplicates.update_many, {"original_id": str(old["_id"])},
-                    {"$set": {"original_id": new["id"], "original_url": new["url"]}})
+        if old is not None:
+            self._move_displaced(old, marker)
+        else:
+            self._unindex({"_id": old_id, **(old_keys or {})})
+            self._index_live(marker)
+        self.settle_copies([str(old_id)])
+        return None
+
+    def _claim_demotion(self, marker: dict) -> str:
+        """Insert the marker unless the page was displaced already; the id of the page that displaced it."""
+        try:
+            self.demotions.insert_one(marker)
+            return marker["by"]
+        except DuplicateKeyError:   # another copy was first (or this very insert, its reply lost)
+            held = self.demotions.find_one({"_id": marker["_id"]}, {"by": 1})
+            return held["by"] if held else self._claim_demotion(marker)
+
+    def settle_pages(self, docs: list[dict]) -> int:
+        """Pages just written that an earlier-published copy displaced meanwhile move to duplicates; how many.
+
+        The displacer writes its marker and then looks for the page; the saver writes the page and then
+        looks for a marker: whichever comes second moves it, so a displaced page is never left kept."""
+        by_id = {str(d["_id"]): d for d in docs}
+        if not by_id:
+            return 0
+        markers = self._retry("mongo", list, self.demotions.find({"_id": {"$in": list(by_id)}}))
+        for marker in markers:
+            self._move_displaced(by_id[marker["_id"]], marker)
+        return len(markers)
+
+    def _move_displaced(self, old: dict, marker: dict) -> None:
+        """Record a displaced page as a copy of the page that displaced it, take it out of pages and give its
+        index entries to that page (idempotent: the displacer and the saver may both get here)."""
+        target, url = self.resolve_original(marker["by"])
+        self.record_duplicate({"url": old["url"], "original_id": target, "original_url": url or marker.get("by_url"),
+                               "method": marker["method"], "distance": marker.get("distance"),
+                               "coverage": marker.get("coverage"), "site": old.get("site"), "title": old.get("title"),
+                               "fetched": old.get("fetched"), "content_hash": old.get("content_hash"),
+                               "replaced_by_earlier": True})
         self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
-        self._retry("mongo", self.pages.delete_one, {"_id": old["_id"]})
+        self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
         self._unindex(old)
-        self._retry("redis", self.index.check, new["id"], new["content_hash"], int(new["simhash"]),
+        self._index_live(marker)
+        self.settle_copies([str(old["_id"])])
+
+    def _index_live(self, marker: dict) -> None:
+        """Index the displacing page (after the displaced one's entries left: one fingerprint, one owner),
+        unless it was itself displaced since (its displacer indexed the page that stands now)."""
+        by, keys = marker["by"], marker["by_keys"]
+        if self.resolve_original(by)[0] != by:
+            return
+        self._retry("redis", self.index.check, by, keys["content_hash"], to_unsigned64(keys["simhash"]),
                     self.config.simhash_k, True)
-        if new.get("sketch"):
-            self._retry("redis", self.sketches.claim, new["id"], new["sketch"], 10 ** 6)
+        if keys.get("sketch"):
+            self._retry("redis", self.sketches.claim, by, [to_unsigned64(v) for v in keys["sketch"]], 10 ** 6)
 
     def _unindex(self, stored: dict) -> None:
         """Remove a stored page's SimHash, exact-hash and sketch entries from Redis."""

@@ -1,0 +1,136 @@
+"""The earliest-published rule against every order of the writes that follow a decision (real servers).
+
+A crawl decides a page long before its save lands (group commit, worker threads, other crawlers), so a
+copy published earlier can displace a page MongoDB does not hold yet, and a copy record can name a page
+displaced a moment later. Whatever the order, the store must end with one page per story and every copy
+pointing to it. Before the displacement marker, the first case stored both pages (the old page was looked
+up in MongoDB, not found, and the displacement silently skipped).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import pytest
+
+from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams
+from storage.dedup_index import RedisDedupIndex
+
+STORY = ("北京时间昨日晚间，国家统计局发布了最新一期的经济运行数据。数据显示，前三季度国内生产总值同比增长百分之五点二，"
+         "消费对经济增长的贡献率继续提高。专家表示，随着一系列稳增长政策落地见效，经济回升向好的态势将进一步巩固。"
+         "与此同时，部分地区的就业压力依然存在，需要持续关注重点群体的就业情况。")
+OTHER = ("本报讯 记者从市交通委员会获悉，今年冬季城市公交线网将迎来一轮优化调整，新开通的十二条线路覆盖了多个新建居住区。"
+         "市民可通过官方应用查询实时到站信息，部分线路还将试点夜间延时服务，方便晚归乘客出行。")
+
+
+def _doc(pid: str, text: str, day: int | None) -> DedupDoc:
+    published = dt.date(2024, 5, day) if day else None
+    return DedupDoc.of(pid, text, NearDupParams(), published=published, url=f"http://127.0.0.1/{pid}.html")
+
+
+def _page(doc: DedupDoc) -> dict:
+    return {"_id": doc.page_id, "url": doc.url, "text": doc.text, "content_hash": doc.content_hash,
+            "simhash": doc.simhash, "sketch": list(doc.sketch), "published": str(doc.published)}
+
+
+def _copy(doc: DedupDoc, original: str) -> dict:
+    return {"url": doc.url, "original_id": original, "method": "exact", "distance": 0}
+
+
+def _state(store) -> tuple[list[str], dict[str, str]]:
+    pages = sorted(str(p["_id"]) for p in store.pages.find({}, {"_id": 1}))
+    copies = {d["url"].rsplit("/", 1)[1][:-5]: d["original_id"] for d in store.duplicates.find({})}
+    return pages, copies
+
+
+def _engine(store) -> DedupEngine:
+    return DedupEngine(NearDupParams(k=store.config.simhash_k), RedisDedupIndex(store))
+
+
+@pytest.mark.parametrize("order", ["late-then-early", "early-then-late", "early-only-after"])
+def test_displaced_page_is_never_kept_whatever_lands_first(store, order):
+    """R (later date) decided new, then O (earlier) displaces it before or after R's save lands."""
+    engine = _engine(store)
+    late, early = _doc("r" * 32, STORY, 20), _doc("o" * 32, STORY, 10)
+    assert engine.decide(late).kind == "new"
+    if order == "early-only-after":          # R's save lands before O is even decided
+        store.save_pages([_page(late)])
+    verdict = engine.decide(early)
+    assert verdict.kind == "new" and verdict.replaced == late.page_id
+    saves = [[_page(late)], [_page(early)]]
+    if order == "early-then-late":
+        saves.reverse()
+    elif order == "early-only-after":       # R's save lands once more (a spooled save replayed late)
+        saves = [[_page(early)], [_page(late)]]
+    for batch in saves:
+        store.save_pages(batch)
+    pages, copies = _state(store)
+    assert pages == [early.page_id]
+    assert copies == {late.page_id: early.page_id}
+
+
+def test_copy_recorded_after_its_original_was_displaced_points_to_the_new_one(store):
+    """A copy C decided against R before the displacement, its record written after it."""
+    engine = _engine(store)
+    late, early, copy = _doc("r" * 32, STORY, 20), _doc("o" * 32, STORY, 10), _doc("c" * 32, STORY, None)
+    engine.decide(late)
+    store.save_pages([_page(late)])
+    assert engine.decide(copy).original == late.page_id      # C copies R (no date: no comparison)
+    engine.decide(early)                                       # O displaces R
+    store.record_duplicates([_copy(copy, late.page_id)])      # C's record lands late, naming R
+    store.save_pages([_page(early)])
+    pages, copies = _state(store)
+    assert pages == [early.page_id]
+    assert copies == {late.page_id: early.page_id, copy.page_id: early.page_id}
+
+
+def test_a_chain_of_earlier_copies_ends_at_the_earliest_in_every_save_order(store_config):
+    """R (day 20), then O1 (day 15) and O0 (day 10): saves landing in any order leave O0 alone."""
+    from dataclasses import replace
+
+    from storage import open_store
+
+    for n, order in enumerate(itertools.permutations(range(3))):
+        store = open_store(replace(store_config, db_name=f"{store_config.db_name}_{n}",
+                                   key_prefix=f"{store_config.key_prefix}{n}:"))
+        try:
+            engine = _engine(store)
+            docs = [_doc("a" * 32, STORY, 20), _doc("b" * 32, STORY, 15), _doc("c" * 32, STORY, 10)]
+            for d in docs:
+                assert engine.decide(d).kind == "new"
+            for i in order:
+                store.save_pages([_page(docs[i])])
+            pages, copies = _state(store)
+            assert pages == ["c" * 32], order
+            assert copies == {"a" * 32: "c" * 32, "b" * 32: "c" * 32}, order
+        finally:
+            store.drop_all()
+            store.close()
+
+
+def test_two_displacers_of_one_page_do_not_both_win(store):
+    """Two crawlers each find an earlier copy of R at once: the displacement is taken once."""
+    first, second = _engine(store), _engine(store)       # two engines: two crawlers' own caches
+    late = _doc("r" * 32, STORY, 20)
+    o1, o2 = _doc("1" * 32, STORY, 12), _doc("2" * 32, STORY, 14)
+    first.decide(late)
+    store.save_pages([_page(late)])
+    assert first.decide(o1).replaced == late.page_id
+    v2 = second.decide(o2)                                   # later than o1: a copy of the winner
+    assert v2.is_duplicate and v2.original == o1.page_id
+    store.record_duplicates([_copy(o2, v2.original)])
+    store.save_pages([_page(o1)])
+    pages, copies = _state(store)
+    assert pages == [o1.page_id]
+    assert copies == {late.page_id: o1.page_id, o2.page_id: o1.page_id}
+
+
+def test_distinct_story_is_untouched(store):
+    """Displacements only ever move copies: another story stays."""
+    engine = _engine(store)
+    late, early, other = _doc("r" * 32, STORY, 20), _doc("o" * 32, STORY, 10), _doc("x" * 32, OTHER, 25)
+    for d in (late, other, early):
+        engine.decide(d)
+    store.save_pages([_page(late), _page(other), _page(early)])
+    pages, _ = _state(store)
+    assert pages == sorted([early.page_id, other.page_id])
