@@ -161,6 +161,9 @@ class DedupIndex(Protocol):
     def forget(self, doc: DedupDoc) -> None:
         """Undo a page's index entries (it turned out to be a copy after its claim)."""
 
+    def forward(self, doc: DedupDoc, verdict: Verdict) -> None:
+        """doc was decided a copy: a page that saw doc's entries before they left follows it to its original."""
+
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Queue the page's whole decision to run again later (a lookup raised LookupUnavailable)."""
 
@@ -200,7 +203,10 @@ class DedupEngine:
             if not verdict.is_duplicate:
                 return verdict
         try:
-            return self._earliest_published(doc, verdict)
+            verdict = self._earliest_published(doc, verdict)
+            if verdict.is_duplicate:
+                self.index.forward(doc, verdict)
+            return verdict
         except LookupUnavailable as e:
             return self._defer(doc, e)
 
@@ -312,6 +318,9 @@ class MemoryDedupIndex:
                 ids.remove(doc.page_id)
         self.claims.pop(doc.page_id, None)
         self.kept.pop(doc.page_id, None)
+
+    def forward(self, doc: DedupDoc, verdict: Verdict) -> None:
+        """In memory no other decision runs in between: nothing saw doc."""
 
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Never called: an index in memory always answers."""

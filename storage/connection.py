@@ -337,7 +337,7 @@ class Connection:
         other call. Returns what was done, for the outage's line."""
         lost = self.index.count() is None
         added = self.reconcile_index(exclude=self.undecided)   # the spool replay decides those
-        inflight = self._refill_inflight() if lost or added else 0
+        inflight = self._refill_inflight()   # AOF everysec loses the last second: pages not saved yet too
         if not (lost or added or inflight):
             return "index intact"
         return f"data lost: index re-filled ({added} pages from MongoDB, {inflight} in flight)"

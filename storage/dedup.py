@@ -69,7 +69,7 @@ class DedupStore(Connection):
         query = {"_id": {"$in": [to_oid(i) for i in entries]}}
         for d in self._retry("mongo", list, self.pages.find(query, {"_id": 1})):
             entries.pop(str(d["_id"]), None)
-        missing = list(entries.items())
+        missing = [(pid, e) for pid, e in entries.items() if not self._indexed(pid, e[0], e[1])]
         self._retry("redis", self.index.add_many, ((pid, e[0], e[1]) for pid, e in missing))
         for pid, (_, _, sketch, text) in missing:
             if sketch:
@@ -77,6 +77,11 @@ class DedupStore(Connection):
             if text is not None:
                 self._retry("redis", self.redis.set, text_key(self, pid), text, ex=TEXT_TTL)
         return len(missing)
+
+    def _indexed(self, page_id: str, content_hash: str, simhash: int) -> bool:
+        """True when the index still points at this page (its entry survived the outage)."""
+        res = self._retry("redis", self.index.check, "", content_hash, simhash, self.config.simhash_k, False)
+        return res.original_id == page_id
 
     def forget_copy(self, page_id: str, content_hash: str, simhash: int, sketch: list[int]) -> None:
         """Undo a page's index entries after it turned out to be a copy (third dedup step)."""

@@ -1,6 +1,7 @@
 """DuplicateStore: copies dropped by dedup (collection `duplicates`) and their clusters for review."""
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any, Iterator
 
@@ -12,6 +13,7 @@ from .documents import check_keys, check_text, fit_bson
 from .errors import BadDocument, StorageUnavailable
 from .schema import any_id_form, now, to_date
 
+log = logging.getLogger(__name__)
 METHODS = ("exact", "near", "passages")
 MAX_HOPS = 32  # a chain of earlier-published copies each displacing the last (dates strictly decrease)
 
@@ -71,13 +73,16 @@ class DuplicateStore(Connection):
     def resolve_original(self, page_id: str) -> tuple[str, str | None]:
         """The page that now stands for page_id: itself, or the earlier-published copy that displaced it
         (followed to the end of the chain); with that page's URL when a displacement named it."""
-        url = None
+        url, seen = None, {str(page_id)}
         for _ in range(MAX_HOPS):
             marker = self._retry("mongo", self.demotions.find_one, {"_id": str(page_id)}, {"by": 1, "by_url": 1})
-            if marker is None:
+            if marker is None or marker["by"] in seen:
+                if marker is not None:
+                    log.error("displacements of page %s form a cycle; it stands for itself", page_id)
                 return str(page_id), url
             page_id, url = marker["by"], marker.get("by_url")
-        raise RuntimeError(f"page {page_id}: a chain of {MAX_HOPS} displacements (a cycle?)")
+            seen.add(page_id)
+        return str(page_id), url
 
     def settle_copies(self, original_ids: list[str]) -> int:
         """Re-point copy records whose original was displaced by an earlier-published copy; returns how many.
@@ -94,7 +99,7 @@ class DuplicateStore(Connection):
             for m in markers:
                 target, url = self.resolve_original(m["_id"])
                 res = self._retry("mongo", self.duplicates.update_many, {"original_id": m["_id"]},
-                                  {"$set": {"original_id": target, "original_url": url}})
+                                  {"$set": {"original_id": target, "original_url": url or f"page {target}"}})
                 moved += res.modified_count
                 todo.add(target)   # displaced in turn meanwhile? then again
         return moved

@@ -215,6 +215,8 @@ class PageStore(DuplicateStore):
         winner = self._retry("mongo", self._claim_demotion, marker)
         if winner != new["id"]:
             return winner
+        # a forward left by an earlier decision that called `new` a copy no longer holds: it is the original
+        self._retry("mongo", self.demotions.delete_one, {"_id": new["id"], "by_keys": None})
         old = self._retry("mongo", self.pages.find_one, {"_id": to_oid(old_id)})
         if old is not None:
             self._move_displaced(old, marker)
@@ -223,6 +225,14 @@ class PageStore(DuplicateStore):
             self._index_live(marker)
         self.settle_copies([str(old_id)])
         return None
+
+    def forward_copy(self, page_id: str, original_id: str, original_url: str | None, method: str) -> None:
+        """A page others may have seen kept (a claim, a cluster block) turned out to copy original_id:
+        copies already decided against it are re-pointed, now and when their records land."""
+        marker = {"_id": str(page_id), "by": str(original_id), "by_url": original_url, "by_keys": None,
+                  "method": method, "distance": None, "coverage": None, "at": now()}
+        self._retry("mongo", self._claim_demotion, marker)
+        self.settle_copies([str(page_id)])
 
     def _claim_demotion(self, marker: dict) -> str:
         """Insert the marker unless the page was displaced already; the id of the page that displaced it."""
@@ -265,8 +275,8 @@ class PageStore(DuplicateStore):
     def _index_live(self, marker: dict) -> None:
         """Index the displacing page (after the displaced one's entries left: one fingerprint, one owner),
         unless it was itself displaced since (its displacer indexed the page that stands now)."""
-        by, keys = marker["by"], marker["by_keys"]
-        if self.resolve_original(by)[0] != by:
+        by, keys = marker["by"], marker.get("by_keys")
+        if not keys or self.resolve_original(by)[0] != by:
             return
         self._retry("redis", self.index.check, by, keys["content_hash"], to_unsigned64(keys["simhash"]),
                     self.config.simhash_k, True)

@@ -134,3 +134,19 @@ def test_distinct_story_is_untouched(store):
     store.save_pages([_page(late), _page(other), _page(early)])
     pages, _ = _state(store)
     assert pages == sorted([early.page_id, other.page_id])
+
+
+@pytest.mark.parametrize("record_first", [True, False])
+def test_copy_of_a_retracted_page_follows_it_to_its_original(store, record_first):
+    """Q was decided against P while P's claim was visible; P then turned out to copy O (passages, or a
+    Redis Cluster block it left): Q's record ends at O whichever lands first."""
+    o, p, q = "o" * 32, "p" * 32, "q" * 32
+    store.save_pages([{"_id": o, "url": "http://127.0.0.1/o.html", "text": STORY}])
+    record = [{"url": "http://127.0.0.1/q.html", "original_id": p, "method": "near", "distance": 2}]
+    if record_first:
+        store.record_duplicates(record)
+    store.forward_copy(p, o, "http://127.0.0.1/o.html", "passages")
+    if not record_first:
+        store.record_duplicates(record)
+    copy = store.duplicates.find_one({"url": "http://127.0.0.1/q.html"})
+    assert (copy["original_id"], copy["original_url"]) == (o, "http://127.0.0.1/o.html")
