@@ -152,6 +152,8 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                                                 {"original_id": {"$in": [str(i) for i in ids]}}).deleted_count
             counts["matches"] += self._retry("mongo", self.matches.delete_many,
                                              {"suspect_url": {"$in": [d["url"] for d in batch]}}).deleted_count
+            gone = [str(i) for i in ids]   # displacements to or of a purged page: a re-crawl decides afresh
+            self._retry("mongo", self.demotions.delete_many, {"$or": [{"_id": {"$in": gone}}, {"by": {"$in": gone}}]})
             if not deleted:
                 break
         counts["duplicates"] += self._retry("mongo", self.duplicates.delete_many, q).deleted_count
@@ -286,9 +288,8 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             "method": method, "distance": verdict.distance, "coverage": verdict.coverage,
             "site": page.get("site"), "title": page.get("title"), "fetched": page.get("fetched") or now(),
             "content_hash": page.get("content_hash"), "found_by": "spool replay"}}, upsert=True)
-        self._retry("mongo", self.duplicates.update_many, {"original_id": pid},
-                    {"$set": {"original_id": verdict.original, "original_url": original_url}})
         self._retry("mongo", self.pages.delete_one, {"_id": page["_id"]})
+        self.forward_copy(pid, verdict.original, original_url, method)   # its copies, now and later
 
 
 DECISION_OPS = ("index", "recheck")   # spooled dedup decisions (check-and-insert, a failed lookup)
