@@ -58,10 +58,18 @@ class RedisDedupIndex:
             if entry is not None:
                 self.store.inflight[doc.page_id] = entry[:3] + (text,)
         try:
-            self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id), text, ex=TEXT_TTL)
+            self.store._retry("redis", self._keep_claimed, doc, text)
             return self.store.claim_sketch(doc.page_id, list(doc.sketch), min_shared)
         except StorageUnavailable as e:
             raise LookupUnavailable(f"passage claim: {e.detail}") from e
+
+    def _keep_claimed(self, doc: DedupDoc, text: bytes) -> None:
+        """The claimed page's text, and its publish date, for other crawlers until its save lands (one round trip)."""
+        pipe = self.store.redis.pipeline(transaction=False)
+        pipe.set(text_key(self.store, doc.page_id), text, ex=TEXT_TTL)
+        if doc.published is not None:
+            pipe.set(date_key(self.store, doc.page_id), doc.published.isoformat(), ex=TEXT_TTL)
+        pipe.execute()
 
     def text_of(self, page_id: str) -> str | None:
         """The kept page's text: from its claim while the page may be in flight, else from MongoDB.
@@ -91,6 +99,12 @@ class RedisDedupIndex:
         recent = self._recent.get(page_id)
         if recent is not None:
             return recent[1]
+        try:   # another crawler's page whose save may not have landed yet
+            claimed = self.store._retry("redis", self.store.redis.get, date_key(self.store, page_id))
+        except StorageUnavailable:
+            claimed = None
+        if claimed:
+            return publish_date(claimed.decode())
         return publish_date((self._page_or_none(page_id) or {}).get("published"))
 
     def url_of(self, page_id: str) -> str | None:
@@ -189,6 +203,11 @@ class RedisDedupIndex:
             while len(self._pages) > 64:
                 self._pages.popitem(last=False)
         return page
+
+
+def date_key(store: Any, page_id: str) -> str:
+    """Where a claimed page's publish date waits for other crawlers until the page is saved (or a day)."""
+    return f"{store.config.key_prefix}pd:{page_id}"
 
 
 def text_key(store: Any, page_id: str) -> str:

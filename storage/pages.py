@@ -9,7 +9,7 @@ import redis
 from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from .dedup_index import text_key
+from .dedup_index import date_key, text_key
 from .documents import check_keys, check_text, fit_bson, out
 from .duplicates import DuplicateStore
 from .errors import BadDocument, StorageUnavailable
@@ -90,10 +90,10 @@ class PageStore(DuplicateStore):
         self._drop_claimed_texts([page_id])
 
     def _drop_claimed_texts(self, page_ids: list[str]) -> None:
-        """The pages are in MongoDB now: their texts kept with the dedup claims can go (else they expire)."""
+        """The pages are in MongoDB now: their texts and dates kept with the dedup claims can go (else they expire)."""
         try:
             if page_ids:
-                self.redis.delete(*(text_key(self, page_id) for page_id in page_ids))
+                self.redis.delete(*(key(self, page_id) for page_id in page_ids for key in (text_key, date_key)))
         except redis.RedisError:
             pass
 

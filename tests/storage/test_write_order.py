@@ -150,3 +150,17 @@ def test_copy_of_a_retracted_page_follows_it_to_its_original(store, record_first
         store.record_duplicates(record)
     copy = store.duplicates.find_one({"url": "http://127.0.0.1/q.html"})
     assert (copy["original_id"], copy["original_url"]) == (o, "http://127.0.0.1/o.html")
+
+
+def test_another_crawlers_unsaved_page_is_displaced_by_its_date(store):
+    """Crawler 1 keeps R (day 20), its save not landed; crawler 2 finds O (day 10): R's date comes from the
+    claim, not from MongoDB (which has no R yet), so O still takes its place."""
+    first, second = _engine(store), _engine(store)
+    late, early = _doc("r" * 32, STORY, 20), _doc("o" * 32, STORY, 10)
+    first.decide(late)
+    assert second.decide(early).replaced == late.page_id
+    store.save_pages([_page(late)])
+    store.save_pages([_page(early)])
+    pages, copies = _state(store)
+    assert pages == [early.page_id] and copies == {late.page_id: early.page_id}
+    assert not store.redis.exists(f"{store.config.key_prefix}pd:{early.page_id}")   # dropped with the save
