@@ -126,9 +126,20 @@ def cut_at_end_mark(lines: list[str]) -> list[str]:
     return lines
 
 
+JUNK_LINE_MAX = 200   # a longer line is a paragraph: one disclaimer sentence in it does not make it junk
+SENTENCE = re.compile(r"[^。！？!?]*(?:[。！？!?]+[”’」』）)]*|$)")
+
+
 def is_junk(line: str) -> bool:
-    """A line that is never article text."""
-    return any(p.search(line) for p in ALWAYS)
+    """A line that is never article text (a paragraph loses only its junk sentences: drop_junk_sentences)."""
+    return len(line) <= JUNK_LINE_MAX and any(p.search(line) for p in ALWAYS)
+
+
+def drop_junk_sentences(line: str) -> str:
+    """A long paragraph without the sentences that are never article text (a reprint disclaimer pasted in)."""
+    if len(line) <= JUNK_LINE_MAX or not any(p.search(line) for p in ALWAYS):
+        return line
+    return "".join(s for s in SENTENCE.findall(line) if not any(p.search(s) for p in ALWAYS)).strip()
 
 
 def strip_novel_ads(line: str) -> str:
@@ -230,7 +241,7 @@ def rejoin(lines: list[str]) -> list[str]:
 def clean_lines(lines: list[str]) -> list[str]:
     """The full post-filter: inline novel ads, whole-line junk, related blocks, edge credits."""
     out = [strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]
-    out = rejoin([line for line in out if line and not is_junk(line)])
+    out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
     out = cut_related(cut_footer(out))
     return strip_edges(cut_at_end_mark(out))
 

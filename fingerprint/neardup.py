@@ -236,8 +236,10 @@ class DedupEngine:
             return verdict
         verdict = replace(verdict, original=self.index.resolve(verdict.original))
         for _ in range(MAX_RACES):
+            if verdict.original == doc.page_id:   # this very page took the place (another crawler fetched it too)
+                return Verdict("unchanged", doc.page_id)
             theirs = self.index.published_of(verdict.original)
-            if verdict.original == doc.page_id or theirs is None or not doc.published < theirs:
+            if theirs is None or not doc.published < theirs:
                 return verdict
             winner = self.index.replace_original(verdict.original, doc, verdict)
             if winner is None:

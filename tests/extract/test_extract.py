@@ -376,3 +376,16 @@ def test_meta_dates_agree_with_htmldate_on_real_pages():
             dated += 1
             assert quick == htmldate_date(tree, ""), path.name
     assert dated >= 10
+
+
+def test_a_long_paragraph_with_a_pasted_disclaimer_keeps_its_text():
+    """A story in one long paragraph that quotes a reprint disclaimer (版权归原作者所有) loses that sentence,
+    not the whole story (it used to come out as its date line only: 'no article body')."""
+    story = "近期，某区人民检察院依法提起公诉的一宗案件成功获判，该院首次提出的量刑建议也被采纳。" * 12
+    disclaimer = "（注：本微信中部分图片来源于网络，版权归原作者所有。如有问题请联系我们！）"
+    body = story + disclaimer + "合上案卷，承办检察官发现，每一个案件背后都有一个需要保护的孩子。" * 3
+    page = (f"<html><head><meta charset='utf-8'><title>标题</title></head><body><div class='nav'>首页 国内</div>"
+            f"<article><h1>标题</h1><p class='date'>2024-05-20</p><p>{body}</p></article></body></html>")
+    text = extract(page.encode("utf-8")).text
+    assert "量刑建议也被采纳" in text and "需要保护的孩子" in text
+    assert "版权归原作者所有" not in text

@@ -164,3 +164,22 @@ def test_another_crawlers_unsaved_page_is_displaced_by_its_date(store):
     pages, copies = _state(store)
     assert pages == [early.page_id] and copies == {late.page_id: early.page_id}
     assert not store.redis.exists(f"{store.config.key_prefix}pd:{early.page_id}")   # dropped with the save
+
+
+def test_a_page_fetched_by_two_crawlers_is_never_its_own_copy(store):
+    """Both crawlers fetch O (day 10; same URL, same page id) after C (day 25) was kept. Crawler 2's check
+    finds C; before it goes on, crawler 1 decides O, which displaces C. Crawler 2 must keep O (the
+    page that now stands for C is O itself), not record 'O copies O' (seen with two crawlers at once)."""
+    late, early = _doc("c" * 32, STORY, 25), _doc("o" * 32, STORY, 10)
+    first = _engine(store)
+    first.decide(late)
+
+    class Interleaved(RedisDedupIndex):
+        def check_and_insert(self, doc):
+            hit = super().check_and_insert(doc)
+            assert first.decide(early).replaced == late.page_id    # crawler 1, between check and resolve
+            return hit
+
+    second = DedupEngine(NearDupParams(k=store.config.simhash_k), Interleaved(store))
+    again = second.decide(early)
+    assert not again.is_duplicate, again
