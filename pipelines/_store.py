@@ -109,7 +109,9 @@ class _StoreHolder:
 
         self.crawler = crawler
         overrides = dict(crawler.settings.getdict("ZHDEDUP_STORE"))
-        overrides["simhash_k"] = dedup_params(crawler.settings).k  # the index layout serves exactly this k
+        params = dedup_params(crawler.settings)
+        overrides["simhash_k"] = params.k       # the index layout serves exactly this k
+        overrides["dedup_params"] = params      # a deferred decision is replayed with these
         try:
             self.store = open_store(StoreConfig.from_env(**overrides))
         except StorageError as exc:

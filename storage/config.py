@@ -4,7 +4,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fingerprint.neardup import NearDupParams
 
 ENV = {
     "mongo_uri": "MONGO_URI",
@@ -31,6 +34,7 @@ class StoreConfig:
     replay_spool: bool = True        # replay var/spool/*.jsonl when the store opens
     phantom_seconds: float = 120.0   # an indexed page still missing from MongoDB after this was never saved
     retry_writes: bool | None = None  # the driver's retryable writes; None: off for the embedded server
+    dedup_params: "NearDupParams | None" = None  # the crawl's dedup settings: recorded with deferred decisions
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "StoreConfig":

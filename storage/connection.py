@@ -10,7 +10,7 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Self, TypeVar
 from urllib.parse import urlsplit
 
@@ -352,6 +352,8 @@ class Connection:
 
     def _spool(self, op: str, **args: Any) -> None:
         """Keep a write that could not reach its server, to be replayed by the next open_store."""
+        if op in ("index", "recheck") and self.config.dedup_params is not None:
+            args.setdefault("params", asdict(self.config.dedup_params))   # the replay decides as this crawl would
         try:
             path = self.spool.append(op, **args)
         except OSError as e:

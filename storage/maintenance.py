@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import fields, replace
 from typing import Any, Iterable
 
 import redis
@@ -17,14 +18,16 @@ from .connection import COLLECTIONS
 from .dedup import DedupStore
 from .dedup_index import RedisDedupIndex
 from .documents import insert_once
-from .errors import StorageUnavailable
+from .errors import StorageUnavailable, mask_credentials
+from .identity import Identity, RepairLock, lock_key, owner_key, store_identity
 from .matches import MatchStore
 from .pages import PageStore
 from .redis_index import used_memory
 from .runs import RunStore
-from .schema import now, to_date, to_oid, to_unsigned64
+from .schema import id_age_seconds, now, to_date, to_oid, to_unsigned64
 
 log = logging.getLogger(__name__)
+LOST_ALLOWANCE = 100   # pages the index may count beyond MongoDB's (in flight: indexed, not saved yet), +1%
 
 
 class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore):
@@ -38,9 +41,15 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                 yield str(d["_id"]), d["content_hash"], to_unsigned64(d["simhash"])
 
     def rebuild_index(self) -> int:
-        """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change)."""
+        """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change), one process at a time."""
+        with self._repair_lock().held():
+            return self._rebuild_index()
+
+    def _rebuild_index(self, saving: dict[str, dict] | None = None) -> int:
+        """rebuild_index under the lock; pages whose save waits in the spool (`saving`) are indexed too."""
         from storage.sources import SourceLibrary
 
+        self._retry("redis", self.redis.delete, owner_key(self.config.key_prefix))   # cut short: redone on open
         self._retry("redis", self.index.clear)
         n = self._retry("redis", self.index.add_many, self._indexable())
         self._retry("redis", self.index.mark_layout)
@@ -48,6 +57,11 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         SourceLibrary(self).reindex()
         self._retry("redis", self.sketches.clear)
         self._reclaim_sketches()
+        docs = [d for d in map(dedup_doc, (saving or {}).values()) if d is not None]
+        if docs:   # indexed before MongoDB went away: they stay indexed
+            n += self._retry("redis", self.index.add_many, [(d.page_id, d.content_hash, d.simhash) for d in docs])
+            self._retry("redis", self.sketches.add_many, [(d.page_id, d.sketch) for d in docs if d.sketch])
+        self._mark_owner()
         return n
 
     def _reclaim_sketches(self) -> int:
@@ -61,26 +75,111 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                 chunk = []
         return n + (self._retry("redis", self.sketches.add_many, chunk) if chunk else 0)
 
-    def reconcile_index(self, exclude: set[str] | None = None) -> int:
-        """Check every Redis index the crawl relies on against MongoDB and rebuild what is missing
-        (idempotent, nothing removed): exact + SimHash tables, passage sketches, source seeds.
-        Logs a WARNING naming what was rebuilt and how long it took; returns pages re-added."""
-        if not self._retry("redis", self.index.layout_ok):
-            log.warning("the Redis index has an older layout: rebuilding it from MongoDB")
+    def reconcile_index(self, exclude: set[str] | None = None, saving: dict[str, dict] | None = None) -> int:
+        """Check every Redis index the crawl relies on against MongoDB and repair it: an index of another
+        store, layout or later MongoDB generation is rebuilt; entries of pages MongoDB lost are dropped;
+        what is missing is re-added (exact + SimHash tables, passage sketches, source seeds).
+        `exclude`: pages the spool replay decides; `saving`: pages whose save waits in the spool.
+        Logs a WARNING naming what was repaired and how long it took; returns pages re-added."""
+        exclude = exclude or set()
+        stored = self._retry("mongo", self.pages.count_documents, {})
+        if self._index_problem(stored) is None:
+            added = self._refill(exclude, stored)
+            self._mark_owner(only_update=True)   # this generation; never over a rebuild under way
+            return added
+        with self._repair_lock().held():
+            stored = self._retry("mongo", self.pages.count_documents, {})
+            problem = self._index_problem(stored)   # decided again: another process may have repaired it meanwhile
             t = time.monotonic()
-            n = self.rebuild_index()
-            log.warning("rebuilt every Redis index (%d pages) in %.2f s", n, time.monotonic() - t)
-            return n
+            if problem is not None and problem[0] == "rebuild":
+                n = self._rebuild_index(saving)
+                log.warning("the Redis index at %s %s: rebuilt from MongoDB (%s pages) in %.1f s",
+                            mask_credentials(self.redis_url), problem[1], f"{n:,}", time.monotonic() - t)
+                return n
+            if problem is not None and problem[0] == "lost":
+                dropped = self._drop_lost(exclude | set(saving or ()))
+                (log.warning if dropped else log.info)(
+                    "the Redis index at %s %s: dropped %s entries of pages MongoDB lacks (older than %.0f s: "
+                    "not in flight) in %.1f s", mask_credentials(self.redis_url), problem[1], f"{dropped:,}",
+                    self.config.phantom_seconds, time.monotonic() - t)
+            added = self._refill(exclude, stored)
+            self._mark_owner()
+            return added
+
+    def _refill(self, exclude: set[str], stored: int) -> int:
+        """Re-add, kind by kind, what the index lacks (idempotent, nothing removed); returns pages re-added."""
         self._retry("redis", self.index.mark_layout)
-        added = self._repair_simhash(exclude or set())
+        added = self._repair_simhash(exclude, stored)
         self._repair_sketches()
         self._repair_seeds()
         return added
 
-    def _repair_simhash(self, exclude: set[str]) -> int:
-        """Re-add pages MongoDB has and the exact/SimHash tables lost."""
+    def _repair_lock(self) -> RepairLock:
+        """The lock every index repair holds, so that two processes never repair at once (identity.py)."""
+        return RepairLock(self.redis, lock_key(self.config.key_prefix), lambda fn, *a: self._retry("redis", fn, *a))
+
+    def store_identity(self, bump: bool = False) -> Identity:
+        """This database's id and generation (identity.py); open_store raises the generation."""
+        return self._retry("mongo", lambda: store_identity(self.db, bump))
+
+    def new_generation(self) -> None:
+        """Raise MongoDB's epoch, then record it with the index (after its repair: Redis never runs ahead)."""
+        try:
+            self.store_identity(bump=True)
+            self._mark_owner(only_update=True)
+        except StorageUnavailable as e:   # the next open records it; an older epoch in Redis is harmless
+            log.info("store generation not recorded: %s", e)
+
+    def _mark_owner(self, only_update: bool = False) -> None:
+        """Record in Redis that the index is this store's, as of this generation."""
+        self._retry("redis", self.redis.set, owner_key(self.config.key_prefix), self.store_identity().encode(),
+                    xx=only_update)
+
+    def _index_problem(self, stored: int) -> tuple[str, str] | None:
+        """Why the Redis index cannot serve this store (`stored` pages in MongoDB) as it is: ("rebuild" |
+        "empty" | "lost", what was found), or None. Redis is read before MongoDB's identity (identity.py)."""
+        seen = Identity.decode(self._retry("redis", self.redis.get, owner_key(self.config.key_prefix)))
         indexed = self._retry("redis", self.index.count)
-        stored = self._retry("mongo", self.pages.count_documents, {}) - len(exclude)
+        mine = self.store_identity()
+        if not self._retry("redis", self.index.layout_ok):
+            return "rebuild", f"has an older layout or another k (this one: {self.index.layout_id})"
+        if seen is None:
+            return ("empty", "is empty") if indexed is None else ("rebuild", "recorded no store")
+        if seen.store_id != mine.store_id:
+            return "rebuild", f"belonged to another store (id {seen.store_id}, this one {mine.store_id})"
+        if seen.epoch > mine.epoch:
+            return "rebuild", (f"is newer than MongoDB (generation {seen.epoch}, MongoDB's {mine.epoch}: "
+                               "MongoDB restored from an older backup?)")
+        if indexed is not None and indexed > stored + LOST_ALLOWANCE + stored // 100:
+            return "lost", f"counts {indexed:,} pages, MongoDB holds {stored:,}"
+        return None
+
+    def _drop_lost(self, keep: set[str]) -> int:
+        """Take out entries whose page MongoDB lacks and that are older than phantom_seconds (a page another
+        crawler is saving right now is younger: it stays), their sketch names too; the exact buckets are
+        re-made from MongoDB (they do not say whose hash they hold). Nothing while spooled saves wait
+        (as _is_phantom: a page in the spool is not lost)."""
+        if self.spool.count():
+            return 0
+        entries = self._retry("redis", lambda: list(self.index.entries()))
+        lost = {p: h for p, h in entries if p not in keep and (id_age_seconds(p) or -1) >= self.config.phantom_seconds}
+
+        def held_ones() -> None:   # one scan of MongoDB's ids: far cheaper than $in lookups of each
+            for d in self.pages.find({}, {"_id": 1}).batch_size(5000):
+                lost.pop(str(d["_id"]), None)
+
+        self._retry("mongo", held_ones)
+        for page_id, simhash in lost.items():
+            self._retry("redis", self.index.remove, page_id, None, simhash)
+        self._retry("redis", self.sketches.drop_names, set(lost))
+        self._retry("redis", self.index.clear_exact)
+        self._retry("redis", self.index.add_many, (p for p in self._indexable() if p[0] not in keep))
+        return len(lost)
+
+    def _repair_simhash(self, exclude: set[str], stored: int) -> int:
+        """Re-add pages MongoDB has (`stored` of them) and the exact/SimHash tables lost."""
+        indexed = self._retry("redis", self.index.count)
+        stored -= len(exclude)
         if stored <= 0 or (indexed is not None and indexed >= stored):
             return 0
         t = time.monotonic()
@@ -205,7 +304,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         pending = {str(e["args"]["doc"]["_id"]): e["args"]["doc"] for e in entries if e["op"] == "save_page"}
         undecided = {e["args"]["page_id"] for e in entries if e["op"] in DECISION_OPS}
         try:
-            self.reconcile_index(exclude=undecided)
+            self.reconcile_index(exclude=undecided, saving=pending)
         except StorageUnavailable as e:
             log.warning("index repair skipped: %s", e)
         replay = _Replay(self, pending)
@@ -265,7 +364,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             log.info("spooled check of page %s: no stored page to decide on", pid)
             return None
         replay.index.forget(doc)   # its own entries out: it is compared with everything else, in spool order
-        verdict = replay.engine.decide(doc)
+        verdict = replay.engine(a.get("params")).decide(doc)
         if verdict.spooled:        # Redis away again: check_and_insert or the index re-spooled it
             stats["failed"] += 1
             return False
@@ -296,14 +395,24 @@ DECISION_OPS = ("index", "recheck")   # spooled dedup decisions (check-and-inser
 
 
 class _Replay:
-    """One replay's dedup engine over the store, the pages still in the spool, and what it decided."""
+    """One replay's dedup engines over the store, the pages still in the spool, and what it decided."""
 
     def __init__(self, store: Any, pending: dict[str, dict]) -> None:
         self.pending = pending
         self.index = RedisDedupIndex(store, pending)
-        self.engine = DedupEngine(NearDupParams(k=store.config.simhash_k), self.index)
+        self.default = store.config.dedup_params or NearDupParams(k=self.index.k)
+        self._engines: dict[NearDupParams, DedupEngine] = {}
         self.demoted: dict[str, Verdict] = {}
         self.decided: set[str] = set()
+
+    def engine(self, recorded: dict | None) -> DedupEngine:
+        """An engine with the parameters of the crawl that deferred the decision (recorded in its spool
+        entry; older entries: this store's), at the k the index serves."""
+        known = {f.name for f in fields(NearDupParams)} - {"k"}
+        params = replace(self.default, **{k: v for k, v in (recorded or {}).items() if k in known}, k=self.index.k)
+        if params not in self._engines:
+            self._engines[params] = DedupEngine(params, self.index)
+        return self._engines[params]
 
 
 def dedup_doc(page: dict) -> DedupDoc | None:

@@ -16,7 +16,8 @@ Layout (all keys start with the configured prefix, e.g. ``zhd:``):
   signed 64-bit integer, so Redis stores the set as an intset (8 bytes a member, no per-member
   overhead); the page id is stored once, in ``fp:``.
 - ``n``  count of indexed pages; ``layout`` the version of this layout and its k (a change of either
-  rebuilds the index from MongoDB).
+  rebuilds the index from MongoDB); ``store`` the MongoDB store and generation the index was built from,
+  ``repair`` the lock of whoever repairs it (storage/identity.py).
 - ``sk:{4 hex}``  passage-sketch buckets (8-byte records: 4 value bytes + 4-byte claim number) and
   ``sq:{claim >> 7}`` claim number -> page id, ``skseq`` the claim counter (see SKETCH_CLAIM_LUA).
 - ``seed:{16 hex}``  set of packed (4-byte offset, doc id) for the copy matcher's window seeds;
@@ -423,6 +424,26 @@ class SimHashIndex:
             res = pipe.execute()
             total += sum(res[0::2]) - sum(map(int, res[1::2])) if self.cluster else sum(res)
         return total
+
+    def entries(self, batch: int = 1000) -> Iterable[tuple[str, int]]:
+        """Every indexed page as (page id, SimHash), read from the fp: buckets (block 0 tables on a cluster)."""
+        pattern = _glob(self.prefix) + ("sh:{0:*" if self.cluster else "fp:*")
+        keys = list(self.r.scan_iter(match=pattern, count=1000))
+        for start in range(0, len(keys), batch):
+            pipe = self.r.pipeline(transaction=False)
+            for key in keys[start:start + batch]:
+                pipe.hgetall(key)
+            for key, table in zip(keys[start:start + batch], pipe.execute()):
+                top = int(key.rsplit(b":", 1)[1], 16) >> 4 if not self.cluster else 0
+                for f, v in table.items():
+                    if self.cluster and len(f) == 8:    # value: 4-byte number, tag length, tag, page id
+                        yield decode_id(v[5 + v[4]:]), int.from_bytes(f, "big")
+                    elif not self.cluster:              # field: the low 7 bytes, the bucket's top byte above
+                        yield decode_id(v), top << 56 | int.from_bytes(f, "big")
+
+    def clear_exact(self) -> int:
+        """Delete the exact-hash buckets (a page stays found through its SimHash, at distance 0, until re-added)."""
+        return delete_matching(self.r, [_glob(self.prefix) + "ex:*"])
 
     def count(self) -> int | None:
         """Indexed pages (None when the index has never been written)."""
@@ -912,6 +933,19 @@ class RedisSketchIndex:
             if pipe is not None:
                 pipe.execute()
         return len(chunk)
+
+    def drop_names(self, page_ids: set[str]) -> int:
+        """Forget which page some claim numbers were (their records stay, nameless: no claim reports them)."""
+        wanted = {encode_id(p) for p in page_ids}
+        keys = list(self.r.scan_iter(match=_glob(self.prefix) + "sq:*", count=1000)) if wanted else []
+        n = 0
+        for start in range(0, len(keys), 1000):
+            pipe = self.r.pipeline(transaction=False)
+            for key in keys[start:start + 1000]:
+                pipe.hgetall(key)
+            for key, names in zip(keys[start:start + 1000], pipe.execute()):
+                n += sum(self._hdel_if(keys=[key], args=[f, pid]) for f, pid in names.items() if pid in wanted)
+        return n
 
     def claimed_any(self) -> bool:
         """True once a sketch was claimed (the ``skseq`` counter exists)."""

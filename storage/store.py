@@ -39,7 +39,8 @@ def resolve_servers(config: StoreConfig) -> tuple[str, str, dict[str, bool]]:
 
 
 def open_store(config: StoreConfig | None = None) -> Store:
-    """Connect (starting embedded servers when no URIs are configured), create indexes, replay the spool."""
+    """Connect (starting embedded servers when no URIs are configured), create indexes, replay the spool
+    and repair the Redis index (rebuilt when it belongs to another store or a later MongoDB)."""
     config = config or StoreConfig.from_env()
     try:
         mongo_uri, redis_url, embedded = resolve_servers(config)
@@ -54,6 +55,7 @@ def open_store(config: StoreConfig | None = None) -> Store:
             store.replay_spool()   # repairs the index too
         else:
             store.reconcile_index()
+        store.new_generation()   # an index that saw this generation is stale for an older MongoDB (identity.py)
     except Exception:
         store.close()
         raise

@@ -1,0 +1,136 @@
+"""The Redis index belongs to one MongoDB store: an index kept from another database, from this database
+before a reset, or from a later state than a MongoDB restored from an older backup is repaired when the
+store opens (one process repairs, the others wait), so no page is called a copy of a page MongoDB lacks."""
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from storage import open_store
+from storage.schema import to_oid, to_signed64
+
+BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
+
+
+@dataclass(frozen=True)
+class Kept:
+    id: str
+    content_hash: str
+    simhash: int
+
+
+def keep(store, n: int, seed: int) -> list[Kept]:
+    """n pages checked new and saved, as a crawl keeps them (far apart in SimHash)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        page = Kept(store.new_page_id(), "%032x" % rng.getrandbits(128), rng.getrandbits(64))
+        assert store.check_and_insert(page.id, page.content_hash, page.simhash).kind == "new"
+        out.append(page)
+    store.pages.insert_many([{"_id": to_oid(p.id), "url": f"http://t/{p.id}", "content_hash": p.content_hash,
+                              "simhash": to_signed64(p.simhash), "text": "x"} for p in out])
+    return out
+
+
+def answers(store, page: Kept) -> str | None:
+    """The page the index names for this page's content (None: it says "new")."""
+    res = store.lookup(page.content_hash, page.simhash)
+    return res.original_id if res.is_duplicate else None
+
+
+def rebuilt_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "rebuilt from MongoDB" in line]
+
+
+@BOTH
+def test_index_of_another_database_is_rebuilt_for_this_one(store, store_config, caplog):
+    x_pages = keep(store, 5, seed=1)
+    other = store_config.with_(db_name=store_config.db_name + "y")   # same Redis, same key prefix
+    store.mongo[other.db_name].pages.insert_one({"url": "http://y/1", "content_hash": "%032x" % 99,
+                                                 "simhash": 12345, "text": "y"})
+    y_id = str(store.mongo[other.db_name].pages.find_one()["_id"])
+    try:
+        with caplog.at_level(logging.WARNING, logger="storage"):
+            with open_store(other) as y:
+                assert answers(y, Kept(y_id, "%032x" % 99, 12345)) == y_id
+                for page in x_pages:
+                    assert answers(y, page) is None
+                fresh = y.new_page_id()
+                assert y.check_and_insert(fresh, x_pages[0].content_hash, x_pages[0].simhash).kind == "new"
+        (line,) = rebuilt_lines(caplog.text)
+        assert "belonged to another store" in line and "(1 pages)" in line, line
+        assert re.search(r"in \d+\.\d s", line), line
+    finally:
+        store.mongo.drop_database(other.db_name)
+
+
+@BOTH
+def test_mongodb_reset_under_a_kept_redis(store, store_config):
+    pages = keep(store, 5, seed=2)
+    store.mongo.drop_database(store_config.db_name)   # MongoDB reset; Redis kept
+    with open_store(store_config) as again:
+        for page in pages:
+            assert answers(again, page) is None
+        assert again.check_and_insert(again.new_page_id(), pages[0].content_hash, pages[0].simhash).kind == "new"
+        assert again.index.count() == 1
+
+
+@BOTH
+def test_mongodb_restored_from_an_older_backup(store, store_config, caplog):
+    early = keep(store, 3, seed=3)
+    backup = list(store.db["meta"].find())          # what a copy of var/mongo taken now holds
+    with open_store(store_config) as later:          # a later crawl
+        late = keep(later, 5, seed=4)
+    store.pages.delete_many({"_id": {"$in": [to_oid(p.id) for p in late]}})   # the backup put back
+    store.db["meta"].delete_many({})
+    if backup:
+        store.db["meta"].insert_many(backup)
+    with caplog.at_level(logging.WARNING, logger="storage"):
+        with open_store(store_config) as st:
+            assert [answers(st, p) for p in late] == [None] * 5
+            assert [answers(st, p) for p in early] == [p.id for p in early]
+            assert st.index.count() == 3
+    (line,) = rebuilt_lines(caplog.text)
+    assert "newer than MongoDB" in line, line
+
+
+@BOTH
+def test_pages_mongodb_lost_leave_the_index_unless_they_may_be_in_flight(store, store_config, caplog):
+    pages = keep(store, 300, seed=5)
+    lost, left = pages[:250], pages[250:]
+    store.claim_sketch(lost[0].id, [1, 2, 3], 2)
+    store.pages.delete_many({"_id": {"$in": [to_oid(p.id) for p in lost]}})   # same store, same generation
+    with open_store(store_config) as st:   # seconds-old ids: another crawler may still be saving them
+        assert all(answers(st, p) == p.id for p in lost)
+    with caplog.at_level(logging.WARNING, logger="storage"):
+        with open_store(store_config.with_(phantom_seconds=0)) as st:
+            assert [p for p in lost if answers(st, p) is not None] == []
+            assert [answers(st, p) for p in left] == [p.id for p in left]
+            assert st.index.count() == 50
+            assert st.claim_sketch(st.new_page_id(), [1, 2, 3], 2)[1] == []   # its sketch no longer answers
+    assert "dropped 250 entries of pages MongoDB lacks" in caplog.text, caplog.text
+
+
+@BOTH
+def test_two_processes_opening_at_once_rebuild_once(store, store_config, caplog):
+    pages = keep(store, 40, seed=6)
+    store.db["meta"].delete_many({})   # a new store id: the index is another store's now
+    seen: list[list[str | None]] = []
+
+    def opener() -> None:
+        with open_store(store_config) as st:
+            seen.append([answers(st, p) for p in pages])
+
+    with caplog.at_level(logging.WARNING, logger="storage"):
+        threads = [threading.Thread(target=opener) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert len(rebuilt_lines(caplog.text)) == 1, caplog.text
+    assert seen == [[p.id for p in pages]] * 3   # every opener saw the whole index
