@@ -381,17 +381,15 @@ class Connection:
         return None
 
     def ping(self) -> None:
-        """Raise StorageUnavailable unless both servers answer (one attempt each, no retries)."""
-        try:
-            self.mongo.admin.command("ping")
-        except PyMongoError as e:
-            raise StorageUnavailable("MongoDB", f"no answer from {self.mongo_uri} ({type(e).__name__})",
-                                     HINTS["mongo"]) from None
-        try:
-            self.redis.ping()
-        except redis.RedisError as e:
-            raise StorageUnavailable("Redis", f"no answer from {self.redis_url} ({type(e).__name__})",
-                                     HINTS["redis"]) from None
+        """Raise StorageUnavailable unless both servers answer: a configured server gets one attempt (a wrong
+        URI is said at once); an embedded one that died while starting is restarted like any outage."""
+        checks = (("mongo", "MongoDB", self.mongo_uri, lambda: self.mongo.admin.command("ping")),
+                  ("redis", "Redis", self.redis_url, self.redis.ping))
+        for name, label, uri, call in checks:
+            try:
+                self._retry(name, call) if self.embedded.get(name) else call()
+            except (PyMongoError, redis.RedisError, StorageUnavailable) as e:
+                raise StorageUnavailable(label, f"no answer from {uri} ({type(e).__name__})", HINTS[name]) from None
 
     def ensure_indexes(self) -> None:
         """Create the MongoDB indexes every reader and writer relies on (idempotent; storage/schema.py)."""

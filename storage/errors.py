@@ -18,7 +18,7 @@ class StorageUnavailable(StorageError):
 
     def __init__(self, server: str, detail: str, hint: str | None = None) -> None:
         self.server = server
-        self.detail = detail
+        self.detail = detail = mask_credentials(detail)   # messages reach logs and terminals
         self.hint = hint
         msg = f"{server} is unavailable: {detail}"
         if hint:
