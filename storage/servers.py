@@ -7,6 +7,13 @@ is cleaned and the server restarted on the same data, preferably on the same por
 on ``var/run/servers.lock`` keeps two processes from starting two servers at once; the kernel drops
 the lock when its holder dies, so a crash never leaves a stale lock behind.
 
+A starter can die (SIGKILL) between spawning a server and the server answering. So the pid and port
+files are written right after the spawn, before waiting for readiness; the next starter gives such a
+half-started server a grace period and reuses it, or stops it. As a safety net for anything no file
+names (a starter killed inside the spawn, the provisioning server below), every live process whose
+command line (or, for redis-server, which rewrites its title, whose working directory) names the data
+directory is stopped before a server is started there: never two servers on one data directory.
+
 Both servers need credentials: generated on first start and kept in ``var/credentials.json`` (mode
 0600; var/ and its directories are 0700 and the servers run under umask 077). Redis gets its password
 from a 0600 config file (never on a command line, where `ps` would show it); SecantusDB runs with
@@ -33,6 +40,9 @@ from .errors import StorageUnavailable
 
 NAMES = ("redis", "mongo")
 START_TIMEOUT = 30.0
+GRACE = 15.0             # seconds a recorded server that is alive but silent gets to answer
+MARKS = {"redis": "redis-server", "mongo": "secantus"}   # in the command line of each server
+PROVISION = "mongo-provision"   # run/ files naming the provisioning server while it runs
 MONGO_USER = "zhdedup"
 CREDENTIALS = "credentials.json"
 
@@ -168,11 +178,60 @@ def pid_alive(pid: int | None, name: str | None = None) -> bool:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
     except OSError:
         return True  # no /proc: trust kill(0)
-    if name == "redis":
-        return "redis-server" in cmd
-    if name == "mongo":
-        return "secantus" in cmd
-    return True
+    return MARKS[name] in cmd if name in MARKS else True
+
+
+def _argv(pid: int) -> list[str]:
+    """A process's command line plus the words of its shell commands: our spawn is `sh -c "... DATA_DIR ..."`."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    args = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+    words = []
+    for a in args[1:]:
+        if " " in a:
+            try:
+                words += shlex.split(a)
+            except ValueError:
+                words += a.split()
+    return args + words
+
+
+def on_data_dir(pid: int | None, name: str, data_dir: Path) -> bool:
+    """True if pid is server `name` (or the shell about to exec it) on data_dir: only those may be stopped."""
+    if not pid or pid == os.getpid():
+        return False
+    if not Path("/proc/self").exists():
+        return pid_alive(pid, name)  # no /proc: trust the pid file as before
+    words = _argv(pid)
+    if not any(MARKS[name] in w for w in words):
+        return False
+    target = str(Path(data_dir).resolve())
+    if target in words:
+        return True
+    try:  # redis-server rewrites its command line to "redis-server host:port" after chdir(--dir)
+        return name == "redis" and os.readlink(f"/proc/{pid}/cwd") == target
+    except OSError:
+        return False
+
+
+def strays(name: str, data_dir: Path) -> list[int]:
+    """Live processes of ours serving `name` on data_dir, whatever run/ says (found in /proc)."""
+    out = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and _mine(entry) and on_data_dir(int(entry.name), name, data_dir):
+                out.append(int(entry.name))
+    return out
+
+
+def _mine(entry: os.DirEntry) -> bool:
+    """Only our own processes can be signalled (and only they can hold our 0700 data dir)."""
+    try:
+        return entry.stat().st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def port_answers(name: str, port: int | None, timeout: float = 1.0, secret: str | None = None) -> bool:
@@ -278,18 +337,40 @@ def _spawn(cmd: list[str], log: Path) -> int:
 
 def _kill(pid: int | None, name: str, timeout: float = 20.0) -> None:
     """Stop a server: SIGTERM, wait, then SIGKILL."""
-    if not pid_alive(pid, name):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
+    _kill_all([pid] if pid else [], name, timeout)
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    """Signal each process, ignoring one that is already gone (it exited while we looked)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _kill_all(pids: list[int], name: str, timeout: float = 20.0) -> None:
+    """Stop servers together (SIGTERM, a clean shutdown for both; SIGKILL after timeout); return when gone."""
+    live = [p for p in pids if pid_alive(p, name)]
+    _signal_all(live, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and pid_alive(pid, name):
+    while live and time.monotonic() < deadline:
         time.sleep(0.05)
-    if pid_alive(pid, name):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        while pid_alive(pid, name):
-            time.sleep(0.05)
+        live = [p for p in live if pid_alive(p, name)]
+    _signal_all(live, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while any(pid_alive(p, name) for p in live) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _stop_strays(name: str, data_dir: Path, timeout: float = 20.0) -> bool:
+    """Stop every process left on data_dir (rescanning: a dying shell may just have forked); True if any."""
+    found = False
+    for _ in range(20):
+        pids = strays(name, data_dir)
+        if not pids:
+            return found
+        found = True
+        _kill_all(pids, name, timeout)
+    raise StorageUnavailable("embedded servers", f"cannot stop the processes on {data_dir}: {pids}")
 
 
 def _clean(var_dir: Path, name: str) -> None:
@@ -298,21 +379,48 @@ def _clean(var_dir: Path, name: str) -> None:
             (_run_dir(var_dir) / f"{name}.{suffix}").unlink()
 
 
+def _forget(var_dir: Path, name: str) -> None:
+    """Remove the run/ files of server `name` (and of mongo's provisioning server) once none of it runs."""
+    for key in (name, PROVISION) if name == "mongo" else (name,):
+        _clean(var_dir, key)
+
+
+def _record(var_dir: Path, key: str, pid: int, port: int) -> None:
+    """Name a just-spawned server in run/ before it is ready, so a starter's death cannot orphan it."""
+    run = _run_dir(var_dir)
+    _write_atomic(run / f"{key}.port", f"{port}\n")
+    _write_atomic(run / f"{key}.pid", f"{pid}\n")
+
+
+def _recorded(var_dir: Path, key: str, name: str, data_dir: Path) -> int | None:
+    """The pid run/<key>.pid names, if it still is that server on data_dir (not a reused pid)."""
+    pid = _read_int(_run_dir(var_dir) / f"{key}.pid")
+    return pid if on_data_dir(pid, name, data_dir) else None
+
+
+def _answers_soon(name: str, pid: int | None, port: int | None, secret: str) -> bool:
+    """Give a recorded server that is alive but silent (starting, loading, a busy machine) time to answer."""
+    deadline = time.monotonic() + GRACE
+    while time.monotonic() < deadline and pid_alive(pid, name):
+        if port_answers(name, port, secret=secret):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
     cur = info(var_dir, name)
     if cur.running:
         return cur
     secret = credentials(var_dir)[name]
-    if pid_alive(cur.pid, name):
-        # Alive but not answering: give it time (loading its data, or a busy machine), then replace it.
-        deadline = time.monotonic() + 15.0
-        while time.monotonic() < deadline:
-            if port_answers(name, cur.port, secret=secret):
-                return info(var_dir, name)
-            time.sleep(0.1)
-        _kill(cur.pid, name)
-    _clean(var_dir, name)
     data_dir = private_dir(var_dir / name)
+    recorded = _recorded(var_dir, name, name, data_dir)
+    if recorded and _answers_soon(name, recorded, cur.port, secret):
+        return info(var_dir, name)
+    provisioning = _recorded(var_dir, PROVISION, name, data_dir) if name == "mongo" else None
+    _kill_all([p for p in (recorded, provisioning) if p], name)  # left by a starter that died
+    _stop_strays(name, data_dir)  # what no file names: a starter killed inside the spawn
+    _forget(var_dir, name)
     _tighten(data_dir)
     private_dir(var_dir / "log")
     port = cur.port if cur.port and _port_free(cur.port) else _free_port()
@@ -320,10 +428,7 @@ def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
     if name == "mongo" and not (data_dir / ".zhdedup-auth").exists():
         _provision_mongo(var_dir, data_dir, secret, log)
     conf = _redis_conf(var_dir, secret) if name == "redis" else None
-    pid = _start(_command(name, port, data_dir.resolve(), conf), name, port, secret, log)
-    run = _run_dir(var_dir)
-    _write_atomic(run / f"{name}.port", f"{port}\n")
-    _write_atomic(run / f"{name}.pid", f"{pid}\n")
+    pid = _start(_command(name, port, data_dir.resolve(), conf), name, port, secret, log, var_dir, name)
     return ServerInfo(name, pid, port, True, str(data_dir), str(log), secret)
 
 
@@ -333,7 +438,8 @@ def _provision_mongo(var_dir: Path, data_dir: Path, secret: str, log: Path) -> N
     from pymongo.errors import OperationFailure
 
     port = _free_port()
-    pid = _start(_command("mongo", port, data_dir.resolve(), auth=False), "mongo", port, None, log)
+    cmd = _command("mongo", port, data_dir.resolve(), auth=False)
+    pid = _start(cmd, "mongo", port, None, log, var_dir, PROVISION)
     try:
         client = pymongo.MongoClient(server_uri("mongo", port, None), serverSelectionTimeoutMS=5000)
         try:
@@ -346,18 +452,21 @@ def _provision_mongo(var_dir: Path, data_dir: Path, secret: str, log: Path) -> N
             client.close()
     finally:
         _kill(pid, "mongo")
+        _clean(var_dir, PROVISION)
     fd = os.open(data_dir / ".zhdedup-auth", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write("SecantusDB user provisioned; its password is in ../credentials.json\n")
 
 
-def _start(cmd: list[str], name: str, port: int, secret: str | None, log: Path) -> int:
-    """Spawn a server and wait until it answers on its port; a clear error with the log's tail if not."""
+def _start(cmd: list[str], name: str, port: int, secret: str | None, log: Path, var_dir: Path, key: str) -> int:
+    """Spawn a server, record it as run/<key>.pid/.port at once, wait until it answers; a clear error if not."""
     pid = _spawn(cmd, log.resolve())
+    _record(var_dir, key, pid, port)
     deadline = time.monotonic() + START_TIMEOUT
     while not port_answers(name, port, timeout=0.5, secret=secret):
         if not pid_alive(pid, name) or time.monotonic() > deadline:
             _kill(pid, name)
+            _clean(var_dir, key)
             tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
             raise StorageUnavailable(
                 "Redis" if name == "redis" else "MongoDB (SecantusDB)",
@@ -387,12 +496,12 @@ def stop(var_dir: str | os.PathLike, names: tuple[str, ...] = NAMES) -> dict[str
     result = {}
     with server_lock(var):
         for name in names:
-            cur = info(var, name)
-            alive = pid_alive(cur.pid, name)
+            pid = _recorded(var, name, name, var / name)
             # SIGTERM is a clean shutdown for both (Redis fsyncs its append-only file first).
-            _kill(cur.pid, name)
-            _clean(var, name)
-            result[name] = alive
+            _kill(pid, name)
+            found = _stop_strays(name, var / name)  # left by a starter killed mid-start
+            _forget(var, name)
+            result[name] = bool(pid) or found
     return result
 
 
