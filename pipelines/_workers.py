@@ -4,7 +4,9 @@ Extraction (ZHDEDUP_EXTRACT_WORKERS) and fingerprinting (ZHDEDUP_FINGERPRINT_WOR
 the same processes; the pool has as many as the larger of the two settings asks for. "auto" (the default)
 is one worker on a machine with two or more CPUs: the crawler is bound to one core by the GIL, so the work
 pays on the other (docs/performance.md). A pool that breaks (a worker killed) is said once in the log and
-the work goes on in the crawler process: nothing is lost.
+the work goes on in the crawler process: nothing is lost. Workers end with their crawler however it ends
+(SIGKILL, OOM kill): each watches the crawler's pid and exits when it is gone, and with the last worker the
+forkserver and multiprocessing's resource tracker see their pipes close and exit too (issue 31).
 """
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import select
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -25,6 +30,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 _ATTR = "_zhdedup_workers"
 SETTINGS = ("ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS")
+POLL_SECONDS = 0.5      # how often a worker checks on its crawler where the OS has no pidfd
+ORPHAN_EXIT = 3         # exit code of a worker whose crawler is gone
 
 
 def usable_cpus() -> int:
@@ -61,6 +68,56 @@ def process_cpu_seconds(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def watch_crawler(pid: int) -> None:
+    """Worker initializer: exit when the crawler (pid) ends, so a killed crawler leaves no worker behind
+    (with forkserver the worker's parent is the forkserver, so the crawler's pid is passed in)."""
+    threading.Thread(target=_exit_after, args=(pid,), name="zhdedup-crawler-watch", daemon=True).start()
+
+
+def _exit_after(pid: int) -> None:
+    """Wait for pid to end, then end this process at once (no cleanup: nobody is left to hand results to)."""
+    wait_for_exit(pid)
+    os._exit(ORPHAN_EXIT)
+
+
+def wait_for_exit(pid: int) -> None:
+    """Block until process pid has ended: on a pidfd where the OS has them (no polling), else by polling."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):
+        _poll_until_gone(pid)
+        return
+    try:
+        _wait_readable(fd)
+    except OSError:
+        _poll_until_gone(pid)
+    finally:
+        os.close(fd)
+
+
+def _wait_readable(fd: int) -> None:
+    """Block until fd is readable (a pidfd is once its process has ended); poll(), as select() is limited
+    to fds below FD_SETSIZE (Linux, the one OS with pidfds, always has poll)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while not poller.poll():
+        pass
+
+
+def _poll_until_gone(pid: int) -> None:
+    """Return once kill(pid, 0) says no such process (for systems without pidfd_open)."""
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            pass
+        time.sleep(POLL_SECONDS)
+
+
 class WorkerPool:
     """The crawler's worker processes (started on first use, shut down when the spider closes); the CPU they
     used goes into the stats (zhdedup/workers/cpu_ms), so that a benchmark counts it."""
@@ -78,7 +135,8 @@ class WorkerPool:
         if self.executor is None:  # not fork: the crawler's store threads may hold locks a fork would copy
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-            self.executor = ProcessPoolExecutor(max_workers=self.size, mp_context=context)
+            self.executor = ProcessPoolExecutor(max_workers=self.size, mp_context=context,
+                                                initializer=watch_crawler, initargs=(os.getpid(),))
         for _ in range(self.size):
             self.executor.submit(warm_up)
 
