@@ -1,0 +1,132 @@
+"""The store invariant, end to end: a fixed handful of seeds, each a real crawl of a generated multi-site
+corpus (tests/invariant/corpus.py) under settings, crawlers and a fault drawn from the seed, then one re-run,
+and the store compared EXACTLY with the oracle (tests/invariant/harness.py). Together the seeds cover every
+store kind (embedded, external Redis, Redis Cluster, a stale index) and every fault type; more seeds:
+`python -m benchmarks.bench_invariant --seeds 100`. The first tests show the verdict catches each kind of
+damage (no crawl), so a green run means something.
+"""
+from __future__ import annotations
+
+import copy
+import datetime as dt
+
+import pytest
+
+from tests.invariant.corpus import DATA, Group, Oracle
+from tests.invariant.harness import Servers, Snapshot, judge, run
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400),
+              pytest.mark.skipif(not DATA.exists(), reason=f"shared news data not found at {DATA}")]
+
+# (seed, kind, fault): chosen so that together they cover each store kind and each fault type, worker
+# processes on and off, group commits of 4 to 16 pages and 1 to 32 requests at a time (the plans:
+# tests/invariant/harness.make_plan). These held in every run so far on the current code.
+CASES = [
+    (8, "embedded", "none"),            # 32 requests at a time, 16-page batches held 100 ms
+    (10, "embedded", "crawler_kill"),   # SIGKILLed after 9 stored pages; worker process
+    (8, "embedded", "early_kill"),      # SIGKILLed 0.6 s in, while it starts the embedded servers
+    (7, "embedded", "mongo_kill"),      # MongoDB SIGKILLed and held down 1.6 s
+    (9, "embedded", "held_down"),       # both servers SIGKILLed and held down
+    (8, "redis", "sigstop"),            # external servers; Redis frozen (SIGSTOP) 1.9 s
+    (9, "redis", "redis_wipe"),         # external Redis SIGKILLed and started again empty (data lost)
+    (13, "cluster", "none"),            # 3-master Redis Cluster, 3 independent crawlers
+    (8, "stale", "redis_kill"),         # Redis holds a dropped store's index; then Redis SIGKILLed
+]
+# Violations the harness found (issue 31 report), kept running as non-strict xfails: each fails often, not
+# always (timing). More seeds: python -m benchmarks.bench_invariant --seeds 100.
+KNOWN = [
+    pytest.param(6, "embedded", "none", marks=pytest.mark.xfail(
+        reason="2 distributed crawlers, no fault: a page displaced by an exact copy in one crawler while the "
+               "other finds it a passage copy; the story ends with two stored pages", strict=False)),
+    pytest.param(2, "embedded", "none", marks=pytest.mark.xfail(
+        reason="3 independent crawlers displacing within one story at once: the story stored twice, the "
+               "later-published page also recorded as a copy", strict=False)),
+    pytest.param(14, "embedded", "redis_wipe", marks=pytest.mark.xfail(
+        reason="1 crawler, Redis killed and wiped: the spool replay records the earliest-published page as a "
+               "copy; the re-run stores it again and its old copy record, re-pointed, names the page itself",
+        strict=False)),
+    pytest.param(118, "redis", "redis_kill", marks=pytest.mark.xfail(
+        reason="2 independent crawlers, Redis killed: decisions spooled and replayed; a stored page recorded "
+               "as a copy of itself", strict=False)),
+]
+
+
+@pytest.fixture
+def harness_servers(request) -> Servers:
+    """The session's external servers, and the Redis Cluster when the case needs it."""
+    servers = request.getfixturevalue("servers")
+    out = Servers(mongo_uri=servers.mongo_uri, redis_url=servers.redis_url,
+                  var_dir=servers.var_dir if servers.embedded else None)
+    if request.node.callspec.params["kind"] == "cluster":
+        out.cluster = request.getfixturevalue("redis_cluster")
+    return out
+
+
+@pytest.mark.parametrize("seed, kind, fault", CASES + KNOWN,
+                         ids=[f"{k}-{f}-seed{s}" for s, k, f in CASES] + [f"known-{p.values[1]}-{p.values[2]}-seed"
+                                                                        f"{p.values[0]}" for p in KNOWN])
+def test_store_equals_oracle(seed, kind, fault, harness_servers, tmp_path):
+    """After the fault and one re-run: every story once, every copy once and pointing to it, one outcome
+    per URL; the report names each difference and the command that replays the seed."""
+    result = run(seed, kind, fault, harness_servers, tmp_path / "run", keep=True)
+    assert result.ok, result.report()
+
+
+# ---- the verdict catches damage (no crawl: a hand-made oracle and store) --------------------------------
+
+A, B, C = "http://127.0.0.2:1/news/1.html", "http://127.0.0.3:1/news/2.html", "http://127.0.0.4:1/news/3.html"
+LIST = "http://127.0.0.2:1/"
+D1, D2 = dt.date(2024, 5, 10), dt.date(2024, 5, 12)
+
+
+def _oracle() -> Oracle:
+    """One story on three sites: B published first (the original), A later, C undated."""
+    g = Group(0, dates={A: D2, B: D1, C: None}, roles={A: "original", B: "near", C: "exact"})
+    return Oracle(groups={0: g}, skipped={LIST: "list_page"})
+
+
+def _good() -> Snapshot:
+    """The store a correct crawl leaves for _oracle()."""
+    at = dt.datetime(2024, 5, 20)
+    outcomes = [{"_id": i, "run": "r1", "url": u, "outcome": o, "reason": r, "at": at}
+                for i, (u, o, r) in enumerate([(A, "duplicate", "near"), (B, "stored", ""), (C, "duplicate", "exact"),
+                                               (LIST, "skipped", "list_page")])]
+    return Snapshot(pages=[{"_id": "p2", "url": B}],
+                    duplicates=[{"url": A, "original_id": "p2"}, {"url": C, "original_id": "p2"}],
+                    outcomes=outcomes, runs=[{"_id": "r1", "status": "finished"}], spool=0)
+
+
+def test_judge_accepts_the_right_store():
+    """The exact store passes, and C (undated) would have been an acceptable original too."""
+    assert judge(_oracle(), _good(), ["r1"]) == []
+    assert _oracle().groups[0].acceptable == {B, C}
+
+
+@pytest.mark.parametrize("damage, expected", [
+    (lambda s: s.pages.append({"_id": "p1", "url": A}), "stored 2 times"),
+    (lambda s: s.duplicates.pop(), "not recorded as a duplicate"),
+    (lambda s: s.duplicates.append({"url": A, "original_id": "p2"}), "recorded 2 times"),
+    (lambda s: s.duplicates[0].update(original_id="gone"), "does not hold"),
+    (lambda s: s.pages.append({"_id": "p9", "url": LIST}), "unexpected page stored"),
+    (lambda s: s.outcomes.pop(), "no outcome recorded"),
+    (lambda s: s.outcomes.append(dict(s.outcomes[0], _id=99)), "2 outcomes for"),
+    (lambda s: s.outcomes[3].update(outcome="failed"), "expected skipped/list_page"),
+    (lambda s: s.duplicates.append({"url": B, "original_id": "p2"}), "both stored and recorded as a copy"),
+    (lambda s: setattr(s, "spool", 2), "spooled write"),
+], ids=["story-twice", "copy-missing", "copy-twice", "dangling-original", "list-page-stored", "outcome-missing",
+        "outcome-twice", "wrong-outcome", "own-copy", "spool-left"])
+def test_judge_names_each_kind_of_damage(damage, expected):
+    """Each damage to the right store is reported, in words that say what is wrong."""
+    snap = copy.deepcopy(_good())
+    damage(snap)
+    problems = judge(_oracle(), snap, ["r1"])
+    assert any(expected in p for p in problems), problems
+
+
+def test_judge_rejects_a_later_published_original():
+    """A (published after B) kept as the original breaks the earliest-published rule."""
+    snap = _good()
+    snap.pages = [{"_id": "p1", "url": A}]
+    snap.duplicates = [{"url": B, "original_id": "p1"}, {"url": C, "original_id": "p1"}]
+    problems = judge(_oracle(), snap, ["r1"])
+    assert any("the original must be one of" in p for p in problems), problems
