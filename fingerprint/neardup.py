@@ -202,6 +202,8 @@ class DedupEngine:
                 return self._defer(doc, e)
             if not verdict.is_duplicate:
                 return verdict
+        if verdict.original == doc.page_id:   # its own entry (two crawlers, or a replay, on one page)
+            return Verdict("unchanged", doc.page_id)
         try:
             verdict = self._earliest_published(doc, verdict)
             if verdict.is_duplicate:
@@ -219,7 +221,7 @@ class DedupEngine:
         """Claim the sketch; verify the best pages claimed earlier (of two racing copies the later is the copy)."""
         p = self.params
         seq, others = self.index.claim_sketch(doc, p.min_shared)
-        earlier = sorted((o for o in others if o[2] < seq), key=lambda o: (-o[1], o[2]))
+        earlier = sorted((o for o in others if o[2] < seq and o[0] != doc.page_id), key=lambda o: (-o[1], o[2]))
         for other, _, _ in earlier[: p.max_candidates]:
             text = self.index.text_of(other)
             coverage = passage_coverage(text, doc.text) if text else 0.0

@@ -28,6 +28,7 @@ class DuplicateStore(Connection):
         try:
             res = self._retry("mongo", self.duplicates.update_one, {"url": d["url"]}, {"$set": d}, upsert=True)
             self.settle_copies([d["original_id"]])
+            self.join_stored_copies([d])
         except StorageUnavailable:
             self._spool("record_duplicate", doc=d)
             return True
@@ -49,6 +50,7 @@ class DuplicateStore(Connection):
         try:
             upserted = self._retry("mongo", self._upsert_duplicates, [d for _, d in good])
             self.settle_copies([d["original_id"] for _, d in good])
+            self.join_stored_copies([d for _, d in good])
         except StorageUnavailable:
             for _, d in good:
                 self._spool("record_duplicate", doc=d)
@@ -69,6 +71,22 @@ class DuplicateStore(Connection):
             for d in failed:
                 self.duplicates.update_one({"url": d["url"]}, {"$set": d}, upsert=True)
             return {u["index"] for u in exc.details.get("upserted", [])}
+
+    def join_stored_copies(self, copies: list[dict]) -> int:
+        """Copies just recorded whose URL another crawler stored meanwhile, with the same text: one story
+        kept twice, joined (PageStore._join); how many. The saver looks for copy records after its write
+        too (settle_pages): whichever comes second joins."""
+        by_url = {d["url"]: d for d in copies if d.get("content_hash")}
+        if not by_url:
+            return 0
+        held = self._retry("mongo", list, self.pages.find({"url": {"$in": list(by_url)}}, {"url": 1, "content_hash": 1}))
+        joined = 0
+        for page in held:
+            copy = by_url[page["url"]]
+            if page.get("content_hash") == copy["content_hash"] and str(page["_id"]) != str(copy["original_id"]):
+                self._join(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
+                joined += 1
+        return joined
 
     def resolve_original(self, page_id: str) -> tuple[str, str | None]:
         """The page that now stands for page_id: itself, or the earlier-published copy that displaced it
@@ -98,6 +116,8 @@ class DuplicateStore(Connection):
             todo = set()
             for m in markers:
                 target, url = self.resolve_original(m["_id"])
+                if url:   # the copy that took the place is no copy of itself: its old record goes
+                    self._retry("mongo", self.duplicates.delete_many, {"original_id": m["_id"], "url": url})
                 res = self._retry("mongo", self.duplicates.update_many, {"original_id": m["_id"]},
                                   {"$set": {"original_id": target, "original_url": url or f"page {target}"}})
                 moved += res.modified_count

@@ -9,6 +9,8 @@ import redis
 from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from fingerprint.neardup import publish_date
+
 from .dedup_index import date_key, text_key
 from .documents import check_keys, check_text, fit_bson, out
 from .duplicates import DuplicateStore
@@ -16,6 +18,7 @@ from .errors import BadDocument, StorageUnavailable
 from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_signed64, to_unsigned64
 
 log = logging.getLogger(__name__)
+MAX_JOINS = 4   # displacements racing with one join before it gives up (each round one of them settles)
 PAGE_TEXT_FIELDS = ("url", "canonical_url", "canonical_claim", "site", "title", "text", "author", "spider")
 
 
@@ -208,6 +211,8 @@ class PageStore(DuplicateStore):
         `new` holds the new page's id, url, content_hash, simhash and sketch; `old_keys` the old page's
         content_hash, simhash and sketch when the caller still has them (its save not landed yet).
         """
+        if str(old_id) == str(new["id"]):   # never a page displaced by itself: it stands for itself
+            return str(old_id)
         keys = {"content_hash": new["content_hash"], "simhash": to_signed64(int(new["simhash"])),
                 "sketch": [to_signed64(int(v)) for v in new.get("sketch") or ()]}
         marker = {"_id": str(old_id), "by": new["id"], "by_url": new["url"], "by_keys": keys,
@@ -229,10 +234,59 @@ class PageStore(DuplicateStore):
     def forward_copy(self, page_id: str, original_id: str, original_url: str | None, method: str) -> None:
         """A page others may have seen kept (a claim, a cluster block) turned out to copy original_id:
         copies already decided against it are re-pointed, now and when their records land."""
+        if str(page_id) == str(original_id):
+            return
         marker = {"_id": str(page_id), "by": str(original_id), "by_url": original_url, "by_keys": None,
                   "method": method, "distance": None, "coverage": None, "at": now()}
-        self._retry("mongo", self._claim_demotion, marker)
+        winner = self._retry("mongo", self._claim_demotion, marker)
         self.settle_copies([str(page_id)])
+        if winner != str(original_id):   # an earlier-published copy displaced page_id meanwhile (another crawler)
+            self._join(winner, str(original_id), method)
+
+    def _join(self, displacer: str, original: str, method: str) -> None:
+        """The copy that displaced a page copies that page's original too: one story, so one of the two stands,
+        the earlier published (of an undated and a dated page, or on equal dates, the original kept first)."""
+        for _ in range(MAX_JOINS):
+            a, b = self.resolve_original(displacer)[0], self.resolve_original(original)[0]
+            if a == b:
+                return
+            da, db = self._published(a), self._published(b)
+            keep, lose = (a, b) if da is not None and db is not None and da < db else (b, a)
+            keys = self._keys_of(keep)
+            if keys is None:
+                log.warning("page %s copies page %s but neither its page nor its keys can be read; left to the "
+                            "index repair", lose, keep)
+                return
+            url = (self._retry("mongo", self.pages.find_one, {"_id": to_oid(keep)}, {"url": 1}) or {}).get("url")
+            if self.replace_original(lose, {"id": keep, "url": url, **keys}, method) is None:
+                log.info("page %s and page %s tell one story (found by two crawlers at once): %s stands", a, b, keep)
+                if url:   # the page that stands is no copy, whatever an earlier decision recorded
+                    self._retry("mongo", self.duplicates.delete_one, {"url": url})
+                return
+        log.error("pages %s and %s: displacements kept racing; left to the next crawl", displacer, original)
+
+    def _published(self, page_id: str) -> Any:
+        """A kept page's publish date: from MongoDB, or from its dedup claim while its save is on its way."""
+        page = self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id)}, {"published": 1})
+        if page is not None:
+            return publish_date(page.get("published"))
+        raw = self._retry("redis", self.redis.get, date_key(self, page_id))
+        return publish_date(raw.decode()) if raw else None
+
+    def _keys_of(self, page_id: str) -> dict | None:
+        """A kept page's dedup keys: its page's, or those its displacement marker recorded (save on its way)."""
+        page = self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id)},
+                           {"content_hash": 1, "simhash": 1, "sketch": 1})
+        if page is not None and isinstance(page.get("content_hash"), str) and page.get("simhash") is not None:
+            return {"content_hash": page["content_hash"], "simhash": to_unsigned64(int(page["simhash"])),
+                    "sketch": [to_unsigned64(int(v)) for v in page.get("sketch") or ()]}
+        marker = self._retry("mongo", self.demotions.find_one, {"by": str(page_id), "by_keys": {"$ne": None}},
+                             {"by_keys": 1})
+        if marker is None:
+            return None
+        k = marker["by_keys"]
+        return {"content_hash": k["content_hash"], "simhash": to_unsigned64(int(k["simhash"])),
+                "sketch": [to_unsigned64(int(v)) for v in k.get("sketch") or ()]}
 
     def _claim_demotion(self, marker: dict) -> str:
         """Insert the marker unless the page was displaced already; the id of the page that displaced it."""
@@ -254,6 +308,15 @@ class PageStore(DuplicateStore):
         markers = self._retry("mongo", list, self.demotions.find({"_id": {"$in": list(by_id)}}))
         for marker in markers:
             self._move_displaced(by_id[marker["_id"]], marker)
+        moved = {m["_id"] for m in markers}
+        kept = {d["url"]: d for i, d in by_id.items() if i not in moved and d.get("url") and d.get("content_hash")}
+        if kept:   # recorded as a copy by another crawler meanwhile: one story kept twice, joined
+            for copy in self._retry("mongo", list, self.duplicates.find({"url": {"$in": list(kept)}},
+                                                                       {"url": 1, "original_id": 1, "content_hash": 1,
+                                                                        "method": 1})):
+                page = kept[copy["url"]]
+                if copy.get("content_hash") == page["content_hash"] and str(copy["original_id"]) != str(page["_id"]):
+                    self._join(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
         return len(markers)
 
     def _move_displaced(self, old: dict, marker: dict) -> None:

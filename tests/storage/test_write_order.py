@@ -183,3 +183,61 @@ def test_a_page_fetched_by_two_crawlers_is_never_its_own_copy(store):
     second = DedupEngine(NearDupParams(k=store.config.simhash_k), Interleaved(store))
     again = second.decide(early)
     assert not again.is_duplicate, again
+
+
+@pytest.mark.parametrize("dated, stands", [(True, "w"), (False, "z")])
+def test_displacer_of_a_passage_copy_joins_that_copys_original(store, dated, stands):
+    """Crawler 2 finds X a copy of Z and forwards it; crawler 1 had meanwhile let W (an exact copy of X,
+    published earlier) displace X. W copies Z too: one of W and Z stands, the earlier published (an undated
+    Z stays, as the original kept first). Before the join, W and Z were both kept (invariant seed 6)."""
+    z = _doc("z" * 32, STORY, 5 if dated else None)
+    x, w = _doc("x" * 32, STORY, 20), _doc("w" * 32, STORY, 1)
+    store.save_pages([_page(z)])
+    store.save_pages([_page(x)])
+    store.replace_original(x.page_id, {"id": w.page_id, "url": w.url, "content_hash": w.content_hash,
+                                       "simhash": w.simhash, "sketch": list(w.sketch)}, "exact")
+    store.save_pages([_page(w)])
+    store.forward_copy(x.page_id, z.page_id, z.url, "passages")          # crawler 2's late forward
+    pages, copies = _state(store)
+    loser = "z" if stands == "w" else "w"
+    assert pages == [(stands * 32)], (pages, copies)
+    assert copies[loser * 32] == stands * 32 and copies["x" * 32] == stands * 32
+
+
+@pytest.mark.parametrize("record_first", [True, False])
+def test_a_page_stored_by_one_crawler_and_recorded_a_copy_by_another_is_joined(store, record_first):
+    """Crawler 1 stores P; crawler 2 recorded P's URL (same text) as a copy of O: one story kept twice.
+    Whichever write lands second joins them: O (earlier) stands, P is its copy, recorded once."""
+    o, p = _doc("o" * 32, STORY, 3), _doc("p" * 32, STORY, 9)
+    store.save_pages([_page(o)])
+    record = [{**_copy(p, o.page_id), "content_hash": p.content_hash}]
+    writes = [lambda: store.record_duplicates(record), lambda: store.save_pages([_page(p)])]
+    for write in (writes if record_first else writes[::-1]):
+        write()
+    pages, copies = _state(store)
+    assert pages == [o.page_id] and copies == {p.page_id: o.page_id}
+
+
+def test_a_page_is_never_displaced_by_itself(store):
+    """A displacement naming the page itself (two crawlers, one URL) is refused: it stands for itself."""
+    o = _doc("o" * 32, STORY, 3)
+    store.save_pages([_page(o)])
+    keys = {"id": o.page_id, "url": o.url, "content_hash": o.content_hash, "simhash": o.simhash, "sketch": []}
+    assert store.replace_original(o.page_id, keys, "exact") == o.page_id
+    store.forward_copy(o.page_id, o.page_id, o.url, "passages")
+    assert _state(store) == ([o.page_id], {}) and store.demotions.count_documents({}) == 0
+
+
+@pytest.mark.parametrize("record_first", [True, False])
+def test_a_copy_record_is_never_re_pointed_to_its_own_page(store, record_first):
+    """Crawler 1 records P (day 2) a copy of O (its date unread); P's deferred decision, replayed, lets P
+    displace O. The old record 'P copies O' must go, not become 'P copies P' (invariant seed 118)."""
+    o, p = _doc("o" * 32, STORY, 8), _doc("p" * 32, STORY, 2)
+    store.save_pages([_page(o)])
+    keys = {"id": p.page_id, "url": p.url, "content_hash": p.content_hash, "simhash": p.simhash, "sketch": []}
+    writes = [lambda: store.record_duplicates([_copy(p, o.page_id)]),
+              lambda: (store.replace_original(o.page_id, keys, "exact"), store.save_pages([_page(p)]))]
+    for write in (writes if record_first else writes[::-1]):
+        write()
+    pages, copies = _state(store)
+    assert pages == [p.page_id] and copies == {o.page_id: p.page_id}, (pages, copies)
