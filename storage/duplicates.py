@@ -11,7 +11,7 @@ from pymongo.errors import BulkWriteError
 from .connection import Connection
 from .documents import check_keys, check_text, fit_bson
 from .errors import BadDocument, StorageUnavailable
-from .schema import any_id_form, now, to_date
+from .schema import any_id_form, now, to_date, to_oid
 
 log = logging.getLogger(__name__)
 METHODS = ("exact", "near", "passages")
@@ -83,7 +83,7 @@ class DuplicateStore(Connection):
         joined = 0
         for page in held:
             copy = by_url[page["url"]]
-            if page.get("content_hash") == copy["content_hash"] and str(page["_id"]) != str(copy["original_id"]):
+            if page.get("content_hash") == copy["content_hash"]:
                 self._join(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
                 joined += 1
         return joined
@@ -116,6 +116,8 @@ class DuplicateStore(Connection):
             todo = set()
             for m in markers:
                 target, url = self.resolve_original(m["_id"])
+                if not url:
+                    url = (self._retry("mongo", self.pages.find_one, {"_id": to_oid(target)}, {"url": 1}) or {}).get("url")
                 if url:   # the copy that took the place is no copy of itself: its old record goes
                     self._retry("mongo", self.duplicates.delete_many, {"original_id": m["_id"], "url": url})
                 res = self._retry("mongo", self.duplicates.update_many, {"original_id": m["_id"]},

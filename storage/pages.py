@@ -248,7 +248,8 @@ class PageStore(DuplicateStore):
         the earlier published (of an undated and a dated page, or on equal dates, the original kept first)."""
         for _ in range(MAX_JOINS):
             a, b = self.resolve_original(displacer)[0], self.resolve_original(original)[0]
-            if a == b:
+            if a == b:   # one page stands for both: a record calling it a copy (of itself) goes
+                self._drop_own_record(a)
                 return
             da, db = self._published(a), self._published(b)
             keep, lose = (a, b) if da is not None and db is not None and da < db else (b, a)
@@ -260,10 +261,15 @@ class PageStore(DuplicateStore):
             url = (self._retry("mongo", self.pages.find_one, {"_id": to_oid(keep)}, {"url": 1}) or {}).get("url")
             if self.replace_original(lose, {"id": keep, "url": url, **keys}, method) is None:
                 log.info("page %s and page %s tell one story (found by two crawlers at once): %s stands", a, b, keep)
-                if url:   # the page that stands is no copy, whatever an earlier decision recorded
-                    self._retry("mongo", self.duplicates.delete_one, {"url": url})
+                self._drop_own_record(keep)
                 return
         log.error("pages %s and %s: displacements kept racing; left to the next crawl", displacer, original)
+
+    def _drop_own_record(self, page_id: str) -> None:
+        """The page that stands is no copy, whatever an earlier decision recorded of its URL."""
+        page = self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id)}, {"url": 1})
+        if page is not None:
+            self._retry("mongo", self.duplicates.delete_one, {"url": page["url"]})
 
     def _published(self, page_id: str) -> Any:
         """A kept page's publish date: from MongoDB, or from its dedup claim while its save is on its way."""
@@ -315,7 +321,7 @@ class PageStore(DuplicateStore):
                                                                        {"url": 1, "original_id": 1, "content_hash": 1,
                                                                         "method": 1})):
                 page = kept[copy["url"]]
-                if copy.get("content_hash") == page["content_hash"] and str(copy["original_id"]) != str(page["_id"]):
+                if copy.get("content_hash") == page["content_hash"]:
                     self._join(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
         return len(markers)
 

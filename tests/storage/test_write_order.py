@@ -241,3 +241,16 @@ def test_a_copy_record_is_never_re_pointed_to_its_own_page(store, record_first):
         write()
     pages, copies = _state(store)
     assert pages == [p.page_id] and copies == {o.page_id: p.page_id}, (pages, copies)
+
+
+def test_a_record_re_pointed_before_its_page_landed_is_dropped_when_it_lands(store):
+    """The replay forwards C to P without P's URL (P's save on its way); P's URL was recorded a copy of C by
+    another crawler. When P lands, the record 'P copies P' is found and dropped (invariant seed 138)."""
+    c, p = _doc("c" * 32, STORY, None), _doc("p" * 32, STORY, None)
+    store.save_pages([_page(c)])
+    store.record_duplicates([{**_copy(p, c.page_id), "content_hash": p.content_hash}])
+    store.pages.delete_one({"_id": store.pages.find_one({"url": c.url})["_id"]})   # C demoted by the replay
+    store.forward_copy(c.page_id, p.page_id, None, "passages")
+    store.save_pages([_page(p)])
+    pages, copies = _state(store)
+    assert pages == [p.page_id] and p.page_id not in copies, (pages, copies)
