@@ -106,6 +106,21 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             self._mark_owner()
             return added
 
+    def settle_displacements(self, chunk: int = 10_000) -> int:
+        """Finish displacements a killed crawler left half done (its marker written, the displaced page still
+        kept, or copies still pointing to it): whoever opens the store next completes them; returns how many."""
+        ids = [m["_id"] for m in self._retry("mongo", list, self.demotions.find({}, {"_id": 1}))]
+        done = 0
+        for i in range(0, len(ids), chunk):
+            part = ids[i:i + chunk]
+            held = self._retry("mongo", list, self.pages.find({"_id": {"$in": [to_oid(x) for x in part]}}))
+            done += self.settle_pages(held) if held else 0
+            pointed = self._retry("mongo", self.duplicates.distinct, "original_id", {"original_id": {"$in": part}})
+            done += self.settle_copies(pointed) if pointed else 0
+        if done:
+            log.warning("finished %d displacements left half done (a crawler stopped mid-way)", done)
+        return done
+
     def _refill(self, exclude: set[str], stored: int) -> int:
         """Re-add, kind by kind, what the index lacks (idempotent, nothing removed); returns pages re-added."""
         self._retry("redis", self.index.mark_layout)

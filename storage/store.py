@@ -55,6 +55,7 @@ def open_store(config: StoreConfig | None = None) -> Store:
             store.replay_spool()   # repairs the index too
         else:
             store.reconcile_index()
+        store.settle_displacements()   # a crawler killed mid-displacement left it half done
         store.new_generation()   # an index that saw this generation is stale for an older MongoDB (identity.py)
     except Exception:
         store.close()

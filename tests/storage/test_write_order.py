@@ -254,3 +254,21 @@ def test_a_record_re_pointed_before_its_page_landed_is_dropped_when_it_lands(sto
     store.save_pages([_page(p)])
     pages, copies = _state(store)
     assert pages == [p.page_id] and p.page_id not in copies, (pages, copies)
+
+
+def test_a_displacement_cut_short_by_a_kill_is_finished_by_the_next_open(store):
+    """A crawler wrote O's displacement marker (E published earlier) and was SIGKILLed before moving O or
+    re-pointing O's copies: the next process to open the store finishes it (invariant seed 121)."""
+    from storage import open_store
+
+    late, early, copy = _doc("o" * 32, STORY, 20), _doc("e" * 32, STORY, 10), _doc("c" * 32, STORY, None)
+    store.save_pages([_page(late), _page(early)])
+    store.duplicates.insert_one({"url": copy.url, "original_id": late.page_id, "method": "exact", "distance": 0})
+    store.demotions.insert_one({"_id": late.page_id, "by": early.page_id, "by_url": early.url, "by_keys": None,
+                                "method": "exact", "distance": 0, "coverage": None})
+    again = open_store(store.config)
+    try:
+        pages, copies = _state(again)
+    finally:
+        again.close()
+    assert pages == [early.page_id] and copies == {late.page_id: early.page_id, copy.page_id: early.page_id}
