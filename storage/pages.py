@@ -226,8 +226,7 @@ class PageStore(DuplicateStore):
         if old is not None:
             self._move_displaced(old, marker)
         else:
-            self._unindex({"_id": old_id, **(old_keys or {})})
-            self._index_live(marker)
+            self._hand_over({"_id": old_id, **(old_keys or {})}, marker)
         self.settle_copies([str(old_id)])
         return None
 
@@ -337,20 +336,26 @@ class PageStore(DuplicateStore):
         self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
         self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
-        self._unindex(old)
-        self._index_live(marker)
+        self._hand_over(old, marker)
         self.settle_copies([str(old["_id"])])
 
-    def _index_live(self, marker: dict) -> None:
-        """Index the displacing page (after the displaced one's entries left: one fingerprint, one owner),
-        unless it was itself displaced since (its displacer indexed the page that stands now)."""
+    def _hand_over(self, old: dict, marker: dict) -> None:
+        """The displaced page's index entries go to the page that displaced it, with no moment in between
+        without either (a copy checked then would be kept); unless that page was itself displaced since
+        (its displacer indexed the page that stands now): then the old entries just go."""
         by, keys = marker["by"], marker.get("by_keys")
         if not keys or self.resolve_original(by)[0] != by:
+            self._unindex(old)
             return
-        self._retry("redis", self.index.check, by, keys["content_hash"], to_unsigned64(keys["simhash"]),
-                    self.config.simhash_k, True)
-        if keys.get("sketch"):
+        if keys.get("sketch"):   # the new claim first, then the old one out
             self._retry("redis", self.sketches.claim, by, [to_unsigned64(v) for v in keys["sketch"]], 10 ** 6)
+        if isinstance(old.get("content_hash"), str) and isinstance(old.get("simhash"), int):
+            self._retry("redis", self.index.transfer, str(old["_id"]), old["content_hash"],
+                        to_unsigned64(old["simhash"]), by, keys["content_hash"], to_unsigned64(keys["simhash"]))
+        else:
+            self._retry("redis", self.index.check, by, keys["content_hash"], to_unsigned64(keys["simhash"]),
+                        self.config.simhash_k, True)
+        self._unindex({"_id": old["_id"], "sketch": old.get("sketch")})
 
     def _unindex(self, stored: dict) -> None:
         """Remove a stored page's SimHash, exact-hash and sketch entries from Redis."""

@@ -137,6 +137,29 @@ return 1
 """
 
 
+# Hand a displaced page's entries to the page that displaced it, in one step: no moment without either
+# (a copy checked in between would find nothing and be kept). KEYS: the old page's ex bucket, fp bucket,
+# counter, its nb block sets, then the new page's ex bucket, fp bucket and block sets. ARGV: nb, then
+# exact field ('' leaves ex: alone), id, fp, member of the old page, then of the new page.
+TRANSFER_LUA = r"""
+local nb = tonumber(ARGV[1])
+local removed, added = 0, 0
+if redis.call('HGET', KEYS[2], string.sub(ARGV[4], 2)) == ARGV[3] then
+  redis.call('HDEL', KEYS[2], string.sub(ARGV[4], 2))
+  if ARGV[2] ~= '' then redis.call('HDEL', KEYS[1], ARGV[2]) end
+  for i = 4, 3 + nb do redis.call('SREM', KEYS[i], ARGV[5]) end
+  removed = 1
+end
+local base = 3 + nb
+redis.call('HSET', KEYS[base + 1], ARGV[6], 1)
+if redis.call('HSETNX', KEYS[base + 2], string.sub(ARGV[8], 2), ARGV[7]) == 1 then
+  for i = base + 3, #KEYS do redis.call('SADD', KEYS[i], ARGV[9]) end
+  added = 1
+end
+if added > removed then redis.call('INCR', KEYS[3]) elseif removed > added then redis.call('DECR', KEYS[3]) end
+return removed
+"""
+
 # Cluster: one block table (one hash slot) at a time. KEYS: the block hash. ARGV: fp (8 bytes), k,
 # insert flag, exact tag ('' outside block 0), page id. Inserts this page (when asked and its fingerprint
 # is not there yet) with the key's next insertion number; returns {own number or 0, then for every
@@ -263,6 +286,7 @@ class SimHashIndex:
         else:
             self._check = client.register_script(CHECK_AND_INSERT_LUA)
             self._remove = client.register_script(REMOVE_LUA)
+            self._transfer = client.register_script(TRANSFER_LUA)
 
     def _blocks(self, simhash: int) -> list[int]:
         return [(simhash >> shift) & ((1 << width) - 1) for shift, width in self.layout]
@@ -376,6 +400,31 @@ class SimHashIndex:
             return bool(removed[0])
         return bool(self._remove(keys=self._keys(simhash, bucket),
                                  args=[field, encode_id(page_id), fp_bytes(simhash), _member(simhash)]))
+
+    def transfer(self, old_id: str, old_hash: str | None, old_simhash: int, new_id: str, new_hash: str,
+                 new_simhash: int) -> None:
+        """A displaced page's entries go to the page that displaced it with no moment without either (one
+        script; a cluster adds the new entries before it removes the old ones, and once more after)."""
+        if self.cluster:
+            self._add_known(new_id, new_hash, new_simhash)
+            self.remove(old_id, old_hash, old_simhash)
+            self._add_known(new_id, new_hash, new_simhash)
+            return
+        old_bucket, old_field = exact_key_parts(old_hash) if old_hash else (None, b"")
+        new_bucket, new_field = exact_key_parts(new_hash)
+        old_keys, new_keys = self._keys(old_simhash, old_bucket), self._keys(new_simhash, new_bucket)
+        self._transfer(keys=old_keys + [new_keys[0], new_keys[1], *new_keys[3:]],
+                       args=[len(old_keys) - 3, old_field, encode_id(old_id), fp_bytes(old_simhash),
+                             _member(old_simhash), new_field, encode_id(new_id), fp_bytes(new_simhash),
+                             _member(new_simhash)])
+
+    def _add_known(self, page_id: str, content_hash: str, simhash: int) -> None:
+        """One known original into the cluster layout, unchecked (its counter entry when block 0 is new)."""
+        bucket, field = exact_key_parts(content_hash)
+        pipe = self.r.pipeline(transaction=False)
+        self._add_cluster(pipe, encode_id(page_id), bucket, field, simhash)
+        if any(pipe.execute()[1:2]):
+            self.r.incr(f"{self.prefix}n")
 
     def evict(self, page_id: str, simhash: int, content_hash: str | None = None) -> bool:
         """Remove an index entry whose page never reached MongoDB (only if the index still points at it)."""

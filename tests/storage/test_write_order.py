@@ -272,3 +272,24 @@ def test_a_displacement_cut_short_by_a_kill_is_finished_by_the_next_open(store):
     finally:
         again.close()
     assert pages == [early.page_id] and copies == {late.page_id: early.page_id, copy.page_id: early.page_id}
+
+
+def test_a_copy_checked_while_a_displacement_hands_over_still_finds_the_story(store):
+    """While O (earlier) takes R's place, R's index entries go to O: a copy checked at any moment of that
+    hand-over finds one of them. Before, R's entries left first and O's came one MongoDB read later: a copy
+    checked in between was kept as a new story (invariant seed 141)."""
+    late, early = _doc("r" * 32, STORY, 20), _doc("o" * 32, STORY, 10)
+    engine = _engine(store)
+    engine.decide(late)
+    store.save_pages([_page(late)])
+    seen: list[str] = []
+    for name in ("remove", "transfer"):
+        real = getattr(store.index, name)
+
+        def spy(*args, _real=real, **kwargs):
+            out = _real(*args, **kwargs)
+            seen.append(store.lookup(late.content_hash, late.simhash).kind)   # another crawler's check, now
+            return out
+        setattr(store.index, name, spy)
+    assert engine.decide(early).replaced == late.page_id
+    assert seen and "new" not in seen, seen
