@@ -48,6 +48,9 @@ class RedisDedupIndex:
             self._remember(doc)
         if res.kind == "new" and not res.spooled:
             self._in_flight(doc)
+            if doc.published is not None and not doc.sketch:   # no passage claim to carry its date: say it here
+                self.store._retry("redis", self.store.redis.set, date_key(self.store, doc.page_id),
+                                  doc.published.isoformat(), ex=TEXT_TTL)
         return IndexHit(res.kind, res.original_id, int(res.distance), bool(res.spooled))
 
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:

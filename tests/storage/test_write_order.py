@@ -8,6 +8,7 @@ up in MongoDB, not found, and the displacement silently skipped).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 
@@ -293,3 +294,14 @@ def test_a_copy_checked_while_a_displacement_hands_over_still_finds_the_story(st
         setattr(store.index, name, spy)
     assert engine.decide(early).replaced == late.page_id
     assert seen and "new" not in seen, seen
+
+
+def test_an_unsaved_page_without_a_sketch_is_still_displaced_by_its_date(store):
+    """A short dated page (no passage sketch, so no passage claim) kept by crawler 1 and not saved yet: its
+    date still reaches crawler 2, whose earlier-published copy takes its place."""
+    short = "国家统计局昨日发布数据，前三季度国内生产总值同比增长百分之五点二。"
+    late = DedupDoc.of("r" * 32, short, NearDupParams(), published=dt.date(2024, 5, 20), url="http://127.0.0.1/r.html")
+    early = DedupDoc.of("o" * 32, short, NearDupParams(), published=dt.date(2024, 5, 10), url="http://127.0.0.1/o.html")
+    late, early = (dataclasses.replace(d, sketch=()) for d in (late, early))
+    _engine(store).decide(late)
+    assert _engine(store).decide(early).replaced == late.page_id
