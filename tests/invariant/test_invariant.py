@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400),
 
 # (seed, kind, fault): chosen so that together they cover each store kind and each fault type, worker
 # processes on and off, group commits of 4 to 16 pages and 1 to 32 requests at a time (the plans:
-# tests/invariant/harness.make_plan). These held in every run so far on the current code.
+# tests/invariant/harness.make_plan).
 CASES = [
     (8, "embedded", "none"),            # 32 requests at a time, 16-page batches held 100 ms
     (10, "embedded", "crawler_kill"),   # SIGKILLed after 9 stored pages; worker process
@@ -31,23 +31,11 @@ CASES = [
     (9, "redis", "redis_wipe"),         # external Redis SIGKILLed and started again empty (data lost)
     (13, "cluster", "none"),            # 3-master Redis Cluster, 3 independent crawlers
     (8, "stale", "redis_kill"),         # Redis holds a dropped store's index; then Redis SIGKILLed
-]
-# Violations the harness found (issue 31 report), kept running as non-strict xfails: each fails often, not
-# always (timing). More seeds: python -m benchmarks.bench_invariant --seeds 100.
-KNOWN = [
-    pytest.param(6, "embedded", "none", marks=pytest.mark.xfail(
-        reason="2 distributed crawlers, no fault: a page displaced by an exact copy in one crawler while the "
-               "other finds it a passage copy; the story ends with two stored pages", strict=False)),
-    pytest.param(2, "embedded", "none", marks=pytest.mark.xfail(
-        reason="3 independent crawlers displacing within one story at once: the story stored twice, the "
-               "later-published page also recorded as a copy", strict=False)),
-    pytest.param(14, "embedded", "redis_wipe", marks=pytest.mark.xfail(
-        reason="1 crawler, Redis killed and wiped: the spool replay records the earliest-published page as a "
-               "copy; the re-run stores it again and its old copy record, re-pointed, names the page itself",
-        strict=False)),
-    pytest.param(118, "redis", "redis_kill", marks=pytest.mark.xfail(
-        reason="2 independent crawlers, Redis killed: decisions spooled and replayed; a stored page recorded "
-               "as a copy of itself", strict=False)),
+    # violations the harness found; each failed in about half the runs before its fix (issue 31):
+    (6, "embedded", "none"),            # 2 distributed crawlers: a displaced page found a passage copy meanwhile
+    (2, "embedded", "none"),            # 3 independent crawlers: one URL stored by one, a copy for another
+    (14, "embedded", "redis_wipe"),     # the spool replay: a copy record re-pointed to its own page
+    (118, "redis", "redis_kill"),       # 2 crawlers, spooled decisions replayed: a page its own copy
 ]
 
 
@@ -62,9 +50,7 @@ def harness_servers(request) -> Servers:
     return out
 
 
-@pytest.mark.parametrize("seed, kind, fault", CASES + KNOWN,
-                         ids=[f"{k}-{f}-seed{s}" for s, k, f in CASES] + [f"known-{p.values[1]}-{p.values[2]}-seed"
-                                                                        f"{p.values[0]}" for p in KNOWN])
+@pytest.mark.parametrize("seed, kind, fault", CASES, ids=[f"{k}-{f}-seed{s}" for s, k, f in CASES])
 def test_store_equals_oracle(seed, kind, fault, harness_servers, tmp_path):
     """After the fault and one re-run: every story once, every copy once and pointing to it, one outcome
     per URL; the report names each difference and the command that replays the seed."""
