@@ -22,7 +22,7 @@ from .errors import StorageUnavailable, mask_credentials
 from .identity import Identity, RepairLock, lock_key, owner_key, store_identity
 from .matches import MatchStore
 from .pages import PageStore
-from .redis_index import used_memory
+from .redis_index import decode_id, exact_key_parts, used_memory
 from .runs import RunStore
 from .schema import id_age_seconds, now, to_date, to_oid, to_unsigned64
 
@@ -170,24 +170,52 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         return None
 
     def _drop_lost(self, keep: set[str]) -> int:
-        """Take out entries whose page MongoDB lacks and that are older than phantom_seconds (a page another
-        crawler is saving right now is younger: it stays), their sketch names too; the exact buckets are
-        re-made from MongoDB (they do not say whose hash they hold). Nothing while spooled saves wait
-        (as _is_phantom: a page in the spool is not lost)."""
+        """Take out entries whose page MongoDB lacks and that are older than phantom_seconds, their sketch
+        names and exact entries too. An entry younger than that (or of an id whose age is unknown) may be a
+        page another crawler is saving right now: it stays whole, its exact entry included. On one server an
+        exact entry does not say whose hash it is, so while such pages wait nothing is dropped (a later open
+        does it; a page meeting a lost one's entries replaces it meanwhile, see DedupStore._is_phantom).
+        Nothing while spooled saves wait (as _is_phantom: a page in the spool is not lost)."""
         if self.spool.count():
             return 0
+        # exact entries read BEFORE the pages: each one read belongs to a page that `entries` then lists
+        # (or that left the index meanwhile); one written later is never taken out
+        exact = self._retry("redis", lambda: list(self.index.exact_entries()))
         entries = self._retry("redis", lambda: list(self.index.entries()))
-        lost = {p: h for p, h in entries if p not in keep and (id_age_seconds(p) or -1) >= self.config.phantom_seconds}
+        held: set[str] = set()
+        held_exact: set[tuple[str, bytes]] = set()
 
         def held_ones() -> None:   # one scan of MongoDB's ids: far cheaper than $in lookups of each
-            for d in self.pages.find({}, {"_id": 1}).batch_size(5000):
-                lost.pop(str(d["_id"]), None)
+            held.clear()
+            held_exact.clear()
+            for d in self.pages.find({}, {"_id": 1, "content_hash": 1}).batch_size(5000):
+                held.add(str(d["_id"]))
+                if isinstance(d.get("content_hash"), str):
+                    try:
+                        held_exact.add(exact_key_parts(d["content_hash"]))
+                    except ValueError:
+                        pass
 
         self._retry("mongo", held_ones)
+        unsaved = {p: h for p, h in entries if p not in held}
+        lost = {p: h for p, h in unsaved.items()
+                if p not in keep and (id_age_seconds(p) or -1) >= self.config.phantom_seconds}
+        saving = set(unsaved) - set(lost)
+        if self.index.cluster:   # an exact entry names its page: those of pages lost (or gone already) go
+            live = held | saving
+            stale = [e for e in exact if e[:2] not in held_exact and decode_id(e[2]) not in live]
+        elif not saving:         # one server: every exact entry MongoDB lacks is a lost page's
+            stale = [e for e in exact if e[:2] not in held_exact]
+        elif lost:               # ... but here any may be a page being saved: all stay for now
+            log.info("the Redis index keeps %d entries of pages MongoDB lacks for now: %d pages may be being "
+                     "saved, and an exact entry does not say whose it is", len(lost), len(saving))
+            return 0
+        else:
+            stale = []
         for page_id, simhash in lost.items():
             self._retry("redis", self.index.remove, page_id, None, simhash)
         self._retry("redis", self.sketches.drop_names, set(lost))
-        self._retry("redis", self.index.clear_exact)
+        self._retry("redis", self.index.drop_exact, stale)
         self._retry("redis", self.index.add_many, (p for p in self._indexable() if p[0] not in keep))
         return len(lost)
 

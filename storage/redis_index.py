@@ -490,9 +490,35 @@ class SimHashIndex:
                     elif not self.cluster:              # field: the low 7 bytes, the bucket's top byte above
                         yield decode_id(v), top << 56 | int.from_bytes(f, "big")
 
-    def clear_exact(self) -> int:
-        """Delete the exact-hash buckets (a page stays found through its SimHash, at distance 0, until re-added)."""
-        return delete_matching(self.r, [_glob(self.prefix) + "ex:*"])
+    def exact_entries(self) -> Iterable[tuple[str, bytes, bytes]]:
+        """Every exact-hash entry as (bucket, field, value): the value is 1 on one server (it does not say
+        whose hash it is), the owner's page id on a cluster."""
+        pattern = _glob(self.prefix) + "ex:*"
+        keys = list(self.r.scan_iter(match=pattern, count=1000))
+        for start in range(0, len(keys), 1000):
+            pipe = self.r.pipeline(transaction=False)
+            for key in keys[start:start + 1000]:
+                pipe.hgetall(key)
+            for key, table in zip(keys[start:start + 1000], pipe.execute()):
+                bucket = key[len(self.prefix) + 3:].decode().strip("{}").removeprefix("x")
+                for f, v in table.items():
+                    yield bucket, f, v
+
+    def drop_exact(self, entries: Iterable[tuple[str, bytes, bytes]]) -> int:
+        """Delete these exact-hash entries (bucket, field, value), on a cluster only where the entry still
+        names the same page; returns how many were asked for."""
+        n = 0
+        pipe = self.r.pipeline(transaction=False)
+        for bucket, field, value in entries:
+            if self.cluster:
+                self._hdel_if(keys=[self._ex_ckey(bucket)], args=[field, value])
+            else:
+                pipe.hdel(f"{self.prefix}ex:{bucket}", field)
+            n += 1
+            if n % 2000 == 0:
+                pipe.execute()
+        pipe.execute()
+        return n
 
     def count(self) -> int | None:
         """Indexed pages (None when the index has never been written)."""

@@ -294,3 +294,39 @@ def test_block_members_read_back_exactly_at_the_edges(store, fp):
     for bit in (0, 31, 32, 63):
         res = index.check("", _h(bit, "edge-q"), fp ^ (1 << bit) ^ (1 << ((bit + 17) % 64)), insert=False)
         assert (res.kind, res.original_id, res.distance, res.original_simhash) == ("near", "orig", 2, fp)
+
+
+def _old_id(seconds: float, n: int) -> str:
+    """An ObjectId-style page id made `seconds` ago (its age is what tells an unsaved entry lost)."""
+    from bson import ObjectId
+
+    when = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=seconds)
+    return str(ObjectId(ObjectId.from_datetime(when).binary[:4] + n.to_bytes(8, "big")))
+
+
+@BOTH
+def test_a_second_open_keeps_the_entries_a_live_crawler_is_saving(store, store_config):
+    """open_store by a second crawler repairs the index (more entries than MongoDB has pages) while a live
+    crawler has pages indexed but not saved yet (younger than phantom_seconds): their exact and SimHash
+    entries stay; entries older than that (never saved: lost) are no copy's original."""
+    from storage import open_store
+    from storage.maintenance import LOST_ALLOWANCE
+
+    rng = random.Random(21)
+    live = [(store.new_page_id(), _h(i, "live"), rng.getrandbits(64)) for i in range(LOST_ALLOWANCE + 50)]
+    odd = [(f"{i:012d}x" * 2, _h(i, "odd"), rng.getrandbits(64)) for i in range(20)]   # ids of unknown age
+    lost = [(_old_id(3600, i), _h(i, "lost"), rng.getrandbits(64)) for i in range(30)]
+    for pid, h, fp in live + odd + lost:
+        assert store.check_and_insert(pid, h, fp).kind == "new"   # none of them saved to MongoDB
+    with open_store(store_config) as second:
+        for pid, h, fp in live + odd:
+            r = second.lookup(h, fp)
+            assert (r.kind, r.original_id) == ("exact", pid)
+            r = second.lookup(_h(pid, "other"), flip(fp, 7))
+            assert (r.kind, r.original_id, r.distance) == ("near", pid, 1)
+        for pid, h, fp in lost:   # dropped (a cluster's exact entries name their page), or replaced when met
+            fresh = second.new_page_id()
+            assert second.check_and_insert(fresh, h, fp).kind == "new"   # no copy of a page never saved
+            r = second.lookup(h, fp)
+            assert (r.kind, r.original_id) == ("exact", fresh)
+        assert second.index.count() == len(live) + len(odd) + len(lost)
