@@ -11,6 +11,12 @@ waits that double up to one minute, so a spray from many IPs is slowed without e
 account. Nothing is counted per IP alone: made-up names from one address never lock anyone else
 out. Unknown names cost the same password-hash work as known ones (no timing oracle). The counter
 lives in the process (one admin process is the supported deployment); a restart forgets it.
+
+The login form's CSRF token is bound to the session cookie it came with, so only page navigations
+are sent to the form: a browser's own requests without a session (its /favicon.ico, an image) get a
+bare 401. Answered with the form, each would mint a new CSRF secret in a new cookie and replace the
+one an open login form was issued with. A login form that is stale anyway (a second tab, an expired
+cookie) is shown again with a fresh token and a message, never a bare 400 page.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from urllib.parse import urlsplit
 
 from flask import (Blueprint, Flask, current_app, flash, g, jsonify, redirect, render_template,
                    request, session, url_for)
+from flask_wtf.csrf import CSRFError
 from werkzeug.security import check_password_hash, generate_password_hash
 
 bp = Blueprint("auth", __name__)
@@ -117,7 +124,23 @@ def init_app(app: Flask) -> None:
     app.extensions["login_limiter"] = LoginLimiter(
         app.config["LOGIN_MAX_FAILURES"], app.config["LOGIN_WINDOW_SECONDS"])
     app.before_request(_require_login)
+    app.register_error_handler(CSRFError, _csrf_failed)
     _dummy_hash()
+
+
+def _csrf_failed(exc: CSRFError) -> Any:
+    """A login form whose token no longer fits the cookie: show the form again (with a token that fits
+    now) and say why; nothing was checked or counted. Every other form keeps Flask-WTF's bare 400."""
+    if request.endpoint != "auth.login":
+        return exc
+    flash("The login form had expired (a new session was started, e.g. in another tab); please log in again.",
+          "error")
+    return render_template("auth/login.html", next=safe_next(request.values.get("next"))), 400
+
+
+def _is_navigation() -> bool:
+    """Whether a browser asked for a page to show (Sec-Fetch-Dest: document); True without the header."""
+    return request.headers.get("Sec-Fetch-Dest", "document") == "document"
 
 
 def _require_login() -> Any:
@@ -136,6 +159,8 @@ def _require_login() -> Any:
         return None
     if request.path.startswith("/api/"):
         return jsonify(error="login required"), 401
+    if not _is_navigation():  # an icon, image, script...: no login form, so no new session cookie
+        return "login required", 401, {"Content-Type": "text/plain; charset=utf-8"}
     nxt = request.full_path.rstrip("?") if request.method == "GET" else None
     return redirect(url_for("auth.login", next=nxt))
 

@@ -67,6 +67,48 @@ def test_login_rate_limited(app, reviewer):
     assert login(c, user="bob", password="whatever1").status_code == 401  # other user: not locked
 
 
+def test_browser_subrequests_without_session_get_no_login_form_and_no_cookie(app, reviewer):
+    """A browser fetches /favicon.ico (and images, scripts) on its own; answered with the login form,
+    such a request without a cookie minted a new CSRF secret whose cookie replaced the one an open
+    login form was issued with, and that form's POST failed with 400 (the Chromium login spray test)."""
+    form_tab = app.test_client()
+    token = csrf_from(form_tab.get("/login").get_data(as_text=True))
+    for path, dest in (("/favicon.ico", "image"), ("/matches/", "image"), ("/dashboard/", "script")):
+        resp = app.test_client().get(path, headers={"Sec-Fetch-Dest": dest}, follow_redirects=True)
+        assert resp.status_code == 401, (path, resp.status_code)
+        assert "Set-Cookie" not in resp.headers, path
+        assert "csrf_token" not in resp.get_data(as_text=True), path
+    nav = app.test_client().get("/matches/", headers={"Sec-Fetch-Dest": "document"})
+    assert nav.status_code == 302 and nav.headers["Location"].startswith("/login?next=")
+    resp = form_tab.post("/login", data={"username": "alice", "password": "wrong password", "csrf_token": token})
+    assert resp.status_code == 401
+
+
+def test_stale_login_form_is_shown_again_with_a_working_token(app, reviewer):
+    """A login form issued with another session cookie (another tab, an expired cookie): CSRF still
+    refuses it (400, nothing checked), but the answer is the form again with a message, and its
+    token works; other forms keep the bare 400."""
+    stale = csrf_from(app.test_client().get("/login").get_data(as_text=True))
+    c = app.test_client()
+    c.get("/login")  # this client's session has its own CSRF secret
+    resp = c.post("/login", data={"username": "alice", "password": PASSWORD, "csrf_token": stale,
+                                  "next": "/matches/"})
+    assert resp.status_code == 400
+    body = resp.get_data(as_text=True)
+    assert "login form had expired" in body and 'value="/matches/"' in body
+    assert store_session_count(app) == 0  # the password was not checked, no session started
+    fresh = csrf_from(body)
+    resp = c.post("/login", data={"username": "alice", "password": PASSWORD, "csrf_token": fresh,
+                                  "next": "/matches/"})
+    assert resp.status_code == 302 and resp.headers["Location"] == "/matches/"
+    assert c.post("/logout", data={"csrf_token": stale}).status_code == 400
+
+
+def store_session_count(app) -> int:
+    """Server-side sessions in the app's store."""
+    return app.config["STORE"].db.sessions.count_documents({})
+
+
 def test_logout_needs_post_with_csrf(client):
     assert client.get("/logout").status_code == 405
     assert client.post("/logout").status_code == 400  # no CSRF token
