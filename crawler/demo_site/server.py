@@ -50,14 +50,14 @@ class _Handler(BaseHTTPRequestHandler):
         if res is None:
             res = Resource(b"<html><body><h1>404 Not Found</h1></body></html>", 404)
         body = res.payload()
-        self.send_response(res.status)
-        for key, value in res.headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
         try:
+            self.send_response(res.status)
+            for key, value in res.headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
             self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the crawler may cancel a large download
+        except (BrokenPipeError, ConnectionResetError):  # the crawler cancelled the download, or was killed
             pass
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -102,8 +103,39 @@ def _copy_found_by(paragraphs: list[str], seed: int, method: str,
     raise AssertionError(f"no {method} copy of story {paragraphs[0]!r} in 60 attempts")
 
 
-def _slow(body: bytes, delay: float) -> Resource:
+class ArticleGate:
+    """Lets the sites answer only the first `limit` article requests while held; later ones wait (in the
+    server) until release. A test that kills or stops a crawl "mid-crawl" holds the gate, so the crawl
+    cannot finish before the kill however slow or fast the machine is."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.limit: int | None = None   # None: open
+        self.served = 0
+
+    def hold_after(self, limit: int) -> None:
+        """From now on, answer `limit` more article requests, then hold the rest until release()."""
+        with self._cond:
+            self.limit, self.served = limit, 0
+
+    def release(self) -> None:
+        """Answer every held and later request."""
+        with self._cond:
+            self.limit = None
+            self._cond.notify_all()
+
+    def passing(self, timeout: float = 120.0) -> None:
+        """Called by an article response before it is sent: wait while the gate is held and used up."""
+        with self._cond:
+            self.served += 1
+            if self.limit is not None and self.served > self.limit:
+                self._cond.wait_for(lambda: self.limit is None, timeout)
+
+
+def _slow(body: bytes, delay: float, gate: ArticleGate | None = None) -> Resource:
     def payload() -> bytes:
+        if gate is not None:
+            gate.passing()
         time.sleep(delay)
         return body
     return Resource(payload, headers={"Content-Type": "text/html; charset=utf-8"})
@@ -151,6 +183,7 @@ class NewsSites:
     def __init__(self, originals: int = ORIGINALS, own_b: int = OWN_B, delay: float = DELAY,
                  copies: tuple[str, ...] = ("exact",)) -> None:
         stories = make_stories(originals + own_b)
+        self.gate = ArticleGate()
         a_paths = [f"/news/{i}.html" for i in range(originals)]
         copied = list(range(0, originals, 3))
         b_stories = copied + list(range(originals, originals + own_b))
@@ -158,9 +191,9 @@ class NewsSites:
         site_a = {p: _slow(h.encode(), delay) for p, h in _listing(a_paths, 0, "/list/").items()}
         site_b = {p: _slow(h.encode(), delay) for p, h in _listing(b_paths, 0, "/l/").items()}
         for i, path in enumerate(a_paths):
-            site_a[path] = _slow(_article(*stories[i], "a").encode(), delay)
+            site_a[path] = _slow(_article(*stories[i], "a").encode(), delay, self.gate)
         for i, path in zip(b_stories, b_paths):
-            site_b[path] = _slow(_article(*stories[i], "b").encode(), delay)
+            site_b[path] = _slow(_article(*stories[i], "b").encode(), delay, self.gate)
         c_copies = {i: (near_copy if i % 3 == 1 else passage_copy)(stories[i][1], i) for i in range(originals)
                     if (i % 3 == 1 and "near" in copies) or (i % 3 == 2 and "passages" in copies)}
         c_paths = [f"/x/{i}.html" for i in c_copies]
@@ -168,7 +201,7 @@ class NewsSites:
         if c_copies:
             site_c = {p: _slow(h.encode(), delay) for p, h in _listing(c_paths, 0, "/lc/").items()}
             for (i, paragraphs), path in zip(c_copies.items(), c_paths):
-                site_c[path] = _slow(_article(stories[i][0], paragraphs, "b").encode(), delay)
+                site_c[path] = _slow(_article(stories[i][0], paragraphs, "b").encode(), delay, self.gate)
             sites["c"] = site_c
         self.server = SiteServer(sites).start()
         self.hosts = list(sites)
@@ -194,8 +227,18 @@ class NewsSites:
                     out[base + path] = n
         return out
 
+    @contextmanager
+    def held_after(self, articles: int) -> Iterator[None]:
+        """Inside: at most `articles` more article requests are answered, the rest wait (released on exit)."""
+        self.gate.hold_after(articles)
+        try:
+            yield
+        finally:
+            self.gate.release()
+
     def stop(self) -> None:
         """Stop serving."""
+        self.gate.release()
         self.server.stop()
 
 
