@@ -8,9 +8,14 @@ Scrapy 2.13+/2.19 and for what a shared crawl needs (docs/scale-out.md says what
 - `ClaimingPriorityQueue`: enqueue is one Lua call (SADD to the dupefilter + ZADD to the queue, so a
   crash between the two cannot lose a URL); pop is one Lua call that also marks this worker busy
   and keeps the request as a lease (`inflight`) until crawler.resume.ResumeMiddleware says its page
-  is finished; leases of a worker whose alive mark expired (SIGKILL) go back to the queue.
+  is finished AND crawler.outcomes says the page's outcome is written; leases of a worker whose alive
+  mark expired (SIGKILL) go back to the queue (at-least-once fetching; a worker never takes back a
+  request of its own, so one run records one outcome per URL).
 - `DistributedScheduler`: closes the spider once the shared queue has stayed empty, with no worker
-  busy in ANY process, for DISTRIBUTED_IDLE_CLOSE_SECONDS (scrapy-redis spiders idle forever).
+  busy in ANY process, for DISTRIBUTED_IDLE_CLOSE_SECONDS (scrapy-redis spiders idle forever). While
+  Redis does not answer, a thread brings it back through the store's retry/restart path (a dead
+  embedded Redis is started again); down for DISTRIBUTED_REDIS_OUTAGE_SECONDS, the crawl stops with
+  one CRITICAL line (reason storage_unavailable, exit code 1), its leases left in Redis.
 - JSON request serialization (`dumps`/`loads`): nothing from a shared Redis is ever unpickled.
 - `DistributedAddon`: `ZHDEDUP_DISTRIBUTED=1` (setting or env) merges `distributed_settings(...)` on
   the store's Redis (embedded or REDIS_URL) and key prefix.
@@ -22,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
+import logging
 import os
 import socket
 import sys
@@ -38,15 +45,19 @@ from scrapy.http import Request
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
-from twisted.internet import task
+from twisted.internet import task, threads
 
+from crawler.outcomes import recorder_of
 from fingerprint.cliparser import OneLineParser
 
 DEFAULT_IDLE_CLOSE_SECONDS = 10.0
 DEFAULT_POLL_SECONDS = 0.5
 DEFAULT_WORKER_TTL = 30.0
 DEFAULT_SEEN_CACHE = 100_000   # fingerprints this process knows are in the shared seen set
+DEFAULT_OUTAGE_SECONDS = 60.0  # Redis away this long (restarts tried meanwhile): the crawl stops with an error
 ENABLE_ENV = "ZHDEDUP_DISTRIBUTED"
+POP_SKIP_MAX = 100   # requests of our own popped back in one next_request call at most
+logger = logging.getLogger(__name__)
 
 # --- key layout ----------------------------------------------------------------------------------
 
@@ -210,9 +221,11 @@ redis.call('ZADD', KEYS[2], tonumber(t[1]) + tonumber(ARGV[2]), ARGV[1])
 if #KEYS >= 3 then redis.call('ZADD', KEYS[3], r[2], ARGV[1] .. '\\n' .. r[1]) end
 return r[1]
 """
-# Leases (KEYS: inflight, alive, queue; ARGV: this worker, '1' to drop its own leases). A lease is
-# "<worker>\n<queued entry>" scored with the entry's priority. Leases of a worker whose alive mark
-# expired (killed) go back to the queue with their priority; returns {moved back, others' leases left}.
+# Leases (KEYS: inflight, alive, queue; ARGV: this worker, '1' to drop its own leases, '1' to move
+# nothing back). A lease is "<worker>\n<queued entry>" scored with the entry's priority. Leases of a
+# worker whose alive mark expired (killed) go back to the queue with their priority, unless ARGV[3]
+# holds them (right after an outage every mark may have expired: the others get one TTL to refresh
+# theirs); returns {moved back, others' leases left}.
 RECLAIM = """
 local t = tonumber(redis.call('TIME')[1])
 local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
@@ -225,7 +238,7 @@ for i = 1, #all, 2 do
     if ARGV[2] == '1' then redis.call('ZREM', KEYS[1], m) end
   else
     local alive = redis.call('ZSCORE', KEYS[2], w)
-    if (not alive) or tonumber(alive) < t then
+    if ((not alive) or tonumber(alive) < t) and ARGV[3] ~= '1' then
       redis.call('ZADD', KEYS[3], all[i + 1], string.sub(m, cut + 1))
       redis.call('ZREM', KEYS[1], m)
       moved = moved + 1
@@ -291,6 +304,11 @@ class DistributedScheduler(Scheduler):
     opening, and from every pop, until its engine reports idle. It closes after the shared queue has
     been empty and no worker busy for DISTRIBUTED_IDLE_CLOSE_SECONDS (negative: never, like
     scrapy-redis). A crashed worker's mark expires after DISTRIBUTED_WORKER_TTL seconds.
+
+    A popped request stays leased in Redis until its page is finished and the page's outcome is written
+    (crawler.outcomes.OutcomeRecorder.when_durable). While Redis does not answer, requests found wait in
+    a local backlog and a thread brings Redis back through the store's retry/restart path; after
+    DISTRIBUTED_REDIS_OUTAGE_SECONDS (negative: never) the crawl stops with one CRITICAL line.
     """
 
     crawler: Any = None
@@ -311,11 +329,14 @@ class DistributedScheduler(Scheduler):
         sched.idle_close = s.getfloat("DISTRIBUTED_IDLE_CLOSE_SECONDS", DEFAULT_IDLE_CLOSE_SECONDS)
         sched.poll = max(0.05, s.getfloat("DISTRIBUTED_POLL_SECONDS", DEFAULT_POLL_SECONDS))
         sched.ttl = max(2.0, s.getfloat("DISTRIBUTED_WORKER_TTL", DEFAULT_WORKER_TTL))
+        sched.outage_limit = s.getfloat("DISTRIBUTED_REDIS_OUTAGE_SECONDS", DEFAULT_OUTAGE_SECONDS)
         sched.workers_key = s.get("DISTRIBUTED_WORKERS_KEY") or ""
         sched.inflight_key = s.get("DISTRIBUTED_INFLIGHT_KEY") or ""
         sched.alive_key = s.get("DISTRIBUTED_ALIVE_KEY") or ""
-        sched.leases: dict[str, bytes] = {}   # token -> lease member, for requests this worker popped
-        sched.unacked: list[bytes] = []       # finished leases not yet removed (Redis was away)
+        sched.leases: dict[str, bytes] = {}      # token -> lease member, for requests this worker popped
+        sched.finishing: dict[str, bytes] = {}   # done, waiting for their outcomes to be written
+        sched.unacked: list[bytes] = []          # finished leases not yet removed (Redis was away)
+        sched.popped: OrderedDict[bytes, None] = OrderedDict()   # digests of entries popped in this run
         sched.last_alive = 0.0
         sched.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         sched.idle_since, sched.last_state = None, None
@@ -326,9 +347,19 @@ class DistributedScheduler(Scheduler):
         sched.seen_cache: OrderedDict[str, None] = OrderedDict()
         sched.seen_cache_size = s.getint("DISTRIBUTED_SEEN_CACHE", DEFAULT_SEEN_CACHE)
         sched.backlog: list[Request] = []   # requests that could not reach Redis yet: pushed on the next tick
-        sched.redis_down = False
+        sched.outage_since: float | None = None   # Redis failing since (monotonic); None: it answers
+        sched.outage_error = ""
+        sched.probing = False      # a thread is bringing Redis back
+        sched.shares_store: bool | None = None   # the queue is on the store's embedded Redis (None: not known yet)
+        sched.hold_until = 0.0     # after an outage, others' expired marks are not trusted until then
+        sched.gave_up = False
         crawler.signals.connect(sched.spider_idle, signal=signals.spider_idle)
         return sched
+
+    @property
+    def redis_down(self) -> bool:
+        """Redis failed and has not answered since."""
+        return self.outage_since is not None
 
     def _key(self, template: str) -> str:
         return template % {"spider": self.spider.name}
@@ -357,20 +388,33 @@ class DistributedScheduler(Scheduler):
                            len(self.queue))
 
     def close(self, reason: str) -> None:
-        """Stop polling and leave the busy set; the shared queue and seen set persist for the others."""
+        """Stop polling and leave the busy set; the shared queue and seen set persist for the others.
+        Outcomes are written first, then the leases of finished pages go; the leases of requests not
+        finished (a crawl stopped early) stay, and go back to the queue for the others or the next run."""
         if self.loop is not None and self.loop.running:
             self.loop.stop()
+        recorder = recorder_of(self.crawler)
+        if recorder is not None:
+            recorder.flush(wait=True)   # answers when_durable: finished leases are released
         if self.stats:
             self.stats.set_value("distributed/redis_round_trips", self.round_trips)
         if self.backlog:
-            self.spider.logger.error("closing with %d request(s) that never reached Redis (not marked seen): %s",
+            self.spider.logger.error("closing with %d request(s) that never reached Redis (not marked seen; found "
+                                     "again when the pages linking to them are fetched again): %s",
                                      len(self.backlog), " ".join(r.url for r in self.backlog[:20]))
         if getattr(self, "workers", ""):
             try:
                 self.server.zrem(self.workers, self.worker)
-                if self.inflight:   # a clean close waited for every popped request: drop the leases
-                    self._reclaim(keys=[self.inflight, self.alive, self.queue.key], args=[self.worker, "1"])
-                    self.server.zrem(self.alive, self.worker)
+                if self.inflight:
+                    while self.unacked:
+                        self.server.zrem(self.inflight, self.unacked[0])
+                        self.unacked.pop(0)
+                    if reason == "finished":   # idle: every popped request was finished, its outcome written
+                        self._reclaim(keys=[self.inflight, self.alive, self.queue.key], args=[self.worker, "1", "1"])
+                    elif self.leases or self.finishing:
+                        self.spider.logger.info("distributed: %d request(s) not finished stay in Redis for the "
+                                                "other workers or the next run", len(self.leases) + len(self.finishing))
+                    self.server.zrem(self.alive, self.worker)   # the others take the rest at once
             except Exception as exc:  # the crawl is ending anyway; the mark expires after the TTL
                 self.spider.logger.warning("could not leave the worker set: %s", exc)
         super().close(reason)
@@ -389,10 +433,12 @@ class DistributedScheduler(Scheduler):
             self.unacked.pop(0)
 
     def reclaim(self, drop_own: bool) -> int:
-        """Queue again the leases of dead workers (and forget our own when idle); others' leases left."""
+        """Queue again the leases of dead workers (and forget our own when idle); others' leases left.
+        Right after an outage of ours no mark is trusted to be dead for one TTL (nobody could refresh)."""
         self.round_trips += 1
+        hold = "1" if time.monotonic() < self.hold_until else "0"
         moved, left = self._reclaim(keys=[self.inflight, self.alive, self.queue.key],
-                                    args=[self.worker, "1" if drop_own else "0"])
+                                    args=[self.worker, "1" if drop_own else "0", hold])
         if moved:
             if self.stats:
                 self.stats.inc_value("distributed/reclaimed", moved)
@@ -401,18 +447,46 @@ class DistributedScheduler(Scheduler):
         return left
 
     def request_done(self, request: Request) -> None:
-        """The request's items are stored and the requests it found are queued: release its lease."""
-        self._release(request.meta.pop(LEASE, ""))
+        """The request's items are stored or dropped and the requests it found are queued: its lease goes
+        once its page's outcome is written (a worker killed before that leaves it to be fetched again)."""
+        token = request.meta.pop(LEASE, "")
+        member = self.leases.pop(token, None)
+        if member is None:
+            return
+        recorder = recorder_of(self.crawler)
+        if recorder is None:
+            self._release_member(member)
+            return
+        self.finishing[token] = member
+        from twisted.internet import reactor
+
+        # next turn: the outcome signals of this request's last item have all run by then
+        reactor.callLater(0, recorder.when_durable, lambda ok: self._outcome_written(token, ok))
+
+    def _outcome_written(self, token: str, ok: bool) -> None:
+        member = self.finishing.pop(token, None)
+        if member is not None and ok:   # not written: the lease stays (dropped when idle, else fetched again)
+            self._release_member(member)
 
     def _release(self, token: str) -> None:
         member = self.leases.pop(token, None)
-        if member is None:
+        if member is not None:
+            self._release_member(member)
+
+    def _release_member(self, member: bytes) -> None:
+        if self.redis_down:
+            self.unacked.append(member)
             return
         try:
             self.round_trips += 1
             self.server.zrem(self.inflight, member)
-        except RedisError:
+        except RedisError as exc:
+            self._redis_failed("release", exc)
             self.unacked.append(member)
+
+    def _holds(self, member: bytes) -> bool:
+        """This worker holds this lease right now (in progress, or waiting for its outcome)."""
+        return member in self.leases.values() or member in self.finishing.values()
 
     def enqueue_request(self, request: Request) -> bool:
         """Queue the request unless any process has seen its URL fingerprint (one Lua round trip, none
@@ -434,6 +508,7 @@ class DistributedScheduler(Scheduler):
             self._redis_failed("enqueue", exc)
             self.backlog.append(request)
             return True
+        self._redis_ok()
         if token:   # its successor is safely queued: the old lease can go
             self._release(token)
         if not pushed:
@@ -463,18 +538,140 @@ class DistributedScheduler(Scheduler):
         while self.backlog:
             request = self.backlog[0]
             fp = None if request.dont_filter else self.df.request_fingerprint(request)
-            pushed = self._push(request, fp)   # RedisError propagates: the rest keeps waiting
+            token = request.meta.pop(LEASE, None)
+            try:
+                pushed = self._push(request, fp)   # RedisError propagates: the rest keeps waiting
+            except RedisError:
+                if token:
+                    request.meta[LEASE] = token
+                raise
             self.backlog.pop(0)
+            if token:
+                self._release(token)
             self._inc("scheduler/enqueued/redis" if pushed else "dupefilter/filtered")
+            self._settled(request, pushed)
         self.spider.logger.info("distributed: the local backlog is in the shared queue")
 
+    # ---- Redis outages -----------------------------------------------------------------------------
     def _redis_failed(self, what: str, exc: Exception) -> None:
         """Count the failure; log the first one of an outage (the engine retries many times a second)."""
         self._inc(f"distributed/redis_errors/{what}")
-        if not self.redis_down:
-            self.redis_down = True
-            self.spider.logger.warning("distributed %s: Redis unavailable (%s: %s); keeping requests locally "
-                                       "and retrying", what, type(exc).__name__, exc)
+        if self.outage_since is None:
+            self.outage_since = time.monotonic()
+            self.outage_error = f"{type(exc).__name__}: {exc}"
+            self.spider.logger.warning("distributed %s: Redis unavailable (%s); keeping requests locally and "
+                                       "retrying", what, self.outage_error)
+
+    def _redis_ok(self) -> None:
+        """A Redis call succeeded: an outage is over. Every alive mark may have expired meanwhile, ours too:
+        refresh ours at once, and leave the others one TTL to refresh theirs before calling them dead."""
+        if self.outage_since is None:
+            return
+        took = time.monotonic() - self.outage_since
+        self.outage_since = None
+        self.hold_until = time.monotonic() + self.ttl
+        self.last_alive = 0.0
+        self.spider.logger.info("distributed: Redis answers again (unavailable for %.1f s)", took)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Make the engine look at the scheduler now (its private slot in Scrapy 2.19; without it the
+        engine re-checks every 5 s)."""
+        try:
+            slot = getattr(self.crawler.engine, "_slot", None)
+        except RuntimeError:   # no engine yet (a scheduler used on its own)
+            return
+        if slot is not None:
+            slot.nextcall.schedule()
+
+    def _outage_step(self) -> None:
+        """During an outage (each tick): stop the crawl once it lasted too long, else bring Redis back in a
+        thread (the store's retry/restart path), so no Redis call of ours blocks the reactor meanwhile."""
+        down = time.monotonic() - (self.outage_since or time.monotonic())
+        if 0 <= self.outage_limit < down:
+            self._give_up(down)
+        elif not self.probing:
+            self.probing = True
+            threads.deferToThread(self._probe).addBoth(self._probed)
+
+    def _probe(self) -> tuple[bool, str | None]:
+        """In a thread: when the queue lives on the store's embedded Redis, let the store bring it back (its
+        retry/restart path: a dead server is started again); then ask ours. (answers, URL it moved to)."""
+        store = _open_store_of(self.crawler)
+        if store is not None and self.shares_store:
+            try:
+                store.wait_for("redis")   # StorageUnavailable after the store's retry_seconds
+            except Exception as exc:  # noqa: BLE001 - still down: the next tick tries again
+                logger.debug("distributed: the store could not bring Redis back yet: %s", exc)
+            if not _same_server(store.redis_url, self._host()):
+                return False, store.redis_url   # started again on another port
+        try:
+            self.server.ping()
+            return True, None
+        except RedisError:
+            return False, None
+
+    def _probed(self, result: Any) -> None:
+        """Back in the reactor thread after a probe."""
+        self.probing = False
+        if not isinstance(result, tuple):   # a Failure (a bug): said, and the next tick tries again
+            self.spider.logger.warning("distributed: Redis probe failed: %s", result)
+            return
+        answers, moved = result
+        if moved:
+            self._follow(moved)   # the next tick (or pop) reaches it there
+        elif answers:
+            self._redis_ok()
+
+    def _host(self) -> str:
+        """host:port of the queue's Redis now (no credentials: it goes into log lines)."""
+        kw = getattr(getattr(self.server, "connection_pool", None), "connection_kwargs", None) or {}
+        return f"{kw.get('host')}:{kw.get('port')}"
+
+    def _check_store(self) -> None:
+        """Once the store is open (and Redis answers): does the queue live on the store's embedded Redis?"""
+        if self.shares_store is None:
+            store = _open_store_of(self.crawler)
+            if store is not None:
+                self.shares_store = bool(store.embedded.get("redis")) and _same_server(store.redis_url, self._host())
+
+    def _follow(self, url: str) -> None:
+        """The embedded Redis came back on another port: point the queue's client there (same client
+        object: the queue and the registered scripts hold it)."""
+        import redis
+
+        old = getattr(self.server, "connection_pool", None)
+        if old is None:   # a cluster client: not an embedded server
+            return
+        kwargs = {k: v for k, v in old.connection_kwargs.items() if k not in ("host", "port", "db", "password",
+                                                                              "username")}
+        self.server.connection_pool = redis.ConnectionPool.from_url(url, **kwargs)
+        old.disconnect()
+        self.spider.logger.info("distributed: the embedded Redis came back on another port; following it")
+
+    def _give_up(self, down: float) -> None:
+        """Redis stayed away too long: stop the crawl with one CRITICAL line. Nothing is lost: the queue and
+        this worker's leases are in Redis (its mark expires, the others or the next run take them); the
+        requests in the local backlog are found again from their pages, which stay leased."""
+        if self.gave_up:
+            return
+        self.gave_up = True
+        taken = len(self.leases) + len(self.finishing) + len(self.unacked)
+        self.spider.logger.critical(
+            "stopping the crawl: Redis (distributed crawl queue at %s) unavailable for %.0f s (%s)%s. Nothing is "
+            "lost: the shared queue, the seen URLs and the %d request(s) this worker took stay in Redis, and the "
+            "other workers or the next run (the same command, once Redis is back) fetch what is left%s. Set "
+            "DISTRIBUTED_REDIS_OUTAGE_SECONDS to wait longer", self._host(), down, self.outage_error,
+            "" if self.shares_store else " (not this store's embedded server: start it yourself)", taken,
+            f"; {len(self.backlog)} link(s) found meanwhile are found again from the pages (or start URLs) "
+            "they came from" if self.backlog else "")
+        if self.stats:
+            from pipelines import stats as names
+
+            self.stats.set_value(names.failed("redis_unavailable"), 1)
+        from scrapy.utils.defer import deferred_from_coro
+
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason="storage_unavailable"))
 
     def _filtered(self, request: Request) -> bool:
         self.df.log(request, self.spider)
@@ -482,32 +679,59 @@ class DistributedScheduler(Scheduler):
         return False
 
     def next_request(self) -> Request | None:
-        """Pop (and claim) the next request of the shared queue (None while Redis is unreachable)."""
-        try:
-            if self.backlog:
-                self.flush_backlog()
-            self.round_trips += 1
-            request = self.queue.pop(0)
-        except RedisError as exc:
-            self._redis_failed("pop", exc)
+        """Pop (and claim) the next request of the shared queue (None while Redis is unreachable). A request
+        of our own that another worker queued again (our mark had expired) is not fetched a second time."""
+        if self.gave_up:
             return None
-        if self.redis_down:
-            self.redis_down = False
-            self.spider.logger.info("distributed: Redis answers again")
-        if request is not None:
+        for _ in range(POP_SKIP_MAX):
+            try:
+                if self.backlog:
+                    self.flush_backlog()
+                self.round_trips += 1
+                request = self.queue.pop(0)
+            except RedisError as exc:
+                self._redis_failed("pop", exc)
+                return None
+            self._redis_ok()
+            if request is None:
+                return None
+            raw = self.queue.last_raw
+            if self.inflight and raw and self._taken_back(request, raw):
+                continue
             self.busy, self.idle_since = True, None
             self.last_claim = time.monotonic()
             self._inc("scheduler/dequeued/redis")
-            if self.inflight and self.queue.last_raw:
+            if self.inflight and raw:
                 token = uuid.uuid4().hex[:12]
-                self.leases[token] = self.worker.encode() + b"\n" + self.queue.last_raw
+                self.leases[token] = self.worker.encode() + b"\n" + raw
                 request.meta[LEASE] = token
-        return request
+            return request
+        return None
+
+    def _taken_back(self, request: Request, raw: bytes) -> bool:
+        """True when this worker popped this very entry before in this run (another worker queued it again
+        while our mark had expired): it is ours, in progress or done; the second pop's lease is dropped
+        unless we still hold it."""
+        member = self.worker.encode() + b"\n" + raw
+        digest = hashlib.blake2b(raw, digest_size=12).digest()
+        ours = self._holds(member) or (not request.dont_filter and digest in self.popped)
+        if not ours:
+            if not request.dont_filter and self.seen_cache_size > 0:
+                self.popped[digest] = None
+                if len(self.popped) > self.seen_cache_size:
+                    self.popped.popitem(last=False)
+            return False
+        self._inc("distributed/own_request_popped_again")
+        self.spider.logger.info("distributed: %s came back to the queue while this worker had it (its mark had "
+                                "expired); not fetched again", request.url)
+        if not self._holds(member):
+            self._release_member(member)
+        return True
 
     def has_pending_requests(self) -> bool:
         """Anything in the shared queue or the local backlog (asked only when this process is otherwise
         idle); an unreachable Redis counts as pending, so the spider does not close on a hiccup."""
-        if self.backlog:
+        if self.backlog or self.redis_down:
             return True
         try:
             self.round_trips += 1
@@ -521,8 +745,15 @@ class DistributedScheduler(Scheduler):
             self.stats.inc_value(key)
 
     def tick(self) -> None:
-        """Busy: refresh this worker's mark. Idle: wake the engine so it pulls new requests / re-checks."""
+        """Busy: refresh this worker's mark. Idle: wake the engine so it pulls new requests / re-checks.
+        Redis away: bring it back (or give up), without calling it from here."""
+        if self.gave_up:
+            return
+        if self.redis_down:
+            self._outage_step()
+            return
         try:
+            self._check_store()
             if self.backlog:
                 self.flush_backlog()
             self.keep_alive()
@@ -532,18 +763,31 @@ class DistributedScheduler(Scheduler):
                     self._beat(keys=[self.workers], args=[self.worker, int(self.ttl)])
                     self.last_claim = time.monotonic()
                 return
-            slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
-            if slot is not None:   # private in Scrapy 2.19; without it the engine re-checks every 5 s
-                slot.nextcall.schedule()
-        except Exception as exc:  # a Redis hiccup must not kill the loop; the next tick retries
+            self._wake()
+        except RedisError as exc:
+            self._redis_failed("heartbeat", exc)
+        except Exception as exc:  # a bug must not kill the loop; the next tick retries
             self.spider.logger.warning("distributed heartbeat failed: %s", exc)
 
     def spider_idle(self, spider: Any) -> None:
         """Keep the spider open until the shared queue is empty and nobody is busy for idle_close seconds."""
         self.busy = False
+        if self.redis_down:
+            raise DontCloseSpider   # the tick brings Redis back, or gives up and closes the spider
+        if self.backlog:   # links found during an outage reach Redis before their pages' leases go
+            try:
+                self.flush_backlog()
+            except RedisError as exc:
+                self._redis_failed("enqueue", exc)
+                raise DontCloseSpider from None
+        recorder = recorder_of(self.crawler)
+        if self.finishing or (recorder is not None and not recorder.all_durable()):
+            if recorder is not None:
+                recorder.when_durable(lambda ok: None)   # write them now; our leases go after that
+            raise DontCloseSpider
         try:
             leased = 0
-            if self.inflight:   # idle: nothing of ours is in progress; leases of dead workers go back
+            if self.inflight:   # idle, outcomes written: nothing of ours is in progress; dead workers' go back
                 self.leases.clear()
                 leased = self.reclaim(drop_own=True)
             if not self.workers:
@@ -555,6 +799,7 @@ class DistributedScheduler(Scheduler):
         except RedisError as exc:
             self._redis_failed("idle check", exc)
             raise DontCloseSpider from None
+        self._redis_ok()
         queued += len(self.backlog)
         if queued or busy:
             if (queued, busy) != self.last_state:
@@ -570,6 +815,20 @@ class DistributedScheduler(Scheduler):
         if self.idle_close < 0 or now - self.idle_since < self.idle_close:
             raise DontCloseSpider
         self._inc("distributed/idle_closed")
+
+
+def _open_store_of(crawler: Any) -> Any:
+    """The crawler's store if the pipelines opened it (never opened from here)."""
+    holder = getattr(crawler, "_zhdedup_store", None)   # pipelines._store keeps it there
+    return getattr(holder, "store", None)
+
+
+def _same_server(url: str, host_port: str) -> bool:
+    """url (redis://...) names the server at host:port."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url or "")
+    return f"{parts.hostname}:{parts.port or 6379}" == host_port
 
 
 # --- RedisSpider on Scrapy 2.13+ ------------------------------------------------------------------

@@ -5,12 +5,19 @@ report pages that never become items with the `page_outcome` signal (PageSpider.
 pipelines' verdicts arrive as item_scraped / item_dropped / item_error. At the end of a crawl every
 fetched URL must have exactly one outcome: the recorder checks responses + requests that failed = the
 outcomes of fetched URLs, and says so in a WARNING when it does not hold.
+
+Outcomes are written in batches (ZHDEDUP_OUTCOMES_BATCH). A distributed worker keeps each request leased
+in Redis until the outcome of its page is written: `when_durable(callback)` calls back once every outcome
+recorded so far is in the store (or its spool), flushing at once (a batch under way is followed by one
+with everything recorded meanwhile), so a SIGKILLed worker's unwritten outcomes belong to requests that
+another worker fetches again.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any
+import threading
+from typing import Any, Callable
 
 from itemadapter import ItemAdapter
 from scrapy import signals
@@ -24,6 +31,26 @@ logger = logging.getLogger(__name__)
 page_outcome = object()  # signal: url, outcome, reason, detail="", fetched=True
 FLUSH_EVERY = 500
 SEEN_MAX = 2_000_000  # unfetched URLs (depth limit, robots) remembered to record each once
+WAIT_SECONDS = 120   # a flush that must wait (closing) waits this long for a batch under way
+ATTR = "_zhdedup_outcomes"   # the crawler's OutcomeRecorder (crawler.distributed asks it before releasing leases)
+
+
+def recorder_of(crawler) -> "OutcomeRecorder | None":
+    """The crawler's OutcomeRecorder (None when outcomes are off)."""
+    return getattr(crawler, ATTR, None)
+
+
+class _Batch:
+    """Outcomes first..last (recording order) on their way to the store; ok once written or spooled."""
+
+    def __init__(self, first: int, last: int) -> None:
+        self.first, self.last, self.ok = first, last, False
+        self.done = threading.Event()
+
+    def finish(self, ok: bool) -> None:
+        """The write returned (any thread)."""
+        self.ok = ok
+        self.done.set()
 
 
 class OutcomeRecorder:
@@ -35,6 +62,10 @@ class OutcomeRecorder:
         self.buffer: list[dict] = []
         self.unfetched_seen: set[bytes] = set()
         self.fetched_outcomes = 0
+        self.recorded = 0   # outcomes recorded so far: outcome n (1-based) is durable once durable >= n
+        self.durable = 0
+        self.batches: list[_Batch] = []   # batches being written, in recording order
+        self.waiters: list[tuple[int, Callable[[bool], None]]] = []   # (recorded when asked, callback)
 
     @classmethod
     def from_crawler(cls, crawler) -> "OutcomeRecorder":
@@ -47,6 +78,7 @@ class OutcomeRecorder:
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(ext.item_error, signal=signals.item_error)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        setattr(crawler, ATTR, ext)
         return ext
 
     def page_outcome(self, url: str, outcome: str, reason: str, detail: str = "", fetched: bool = True,
@@ -94,24 +126,81 @@ class OutcomeRecorder:
         self.crawler.stats.inc_value(stats.outcome(doc["outcome"]))
         self.fetched_outcomes += bool(doc.get("fetched"))
         self.buffer.append(doc)
+        self.recorded += 1
         if len(self.buffer) >= self.flush_every:
             self.flush(wait=False)
 
-    def flush(self, wait: bool) -> None:
-        """Write the queued records to the run (a failing write is logged with what it lost, never silent)."""
-        batch, self.buffer = self.buffer, []
-        run_id = run_id_of(self.crawler)
-        if not batch or run_id is None:
-            if batch:
-                logger.warning("%d URL outcomes not written: the crawl run was not recorded", len(batch))
+    def when_durable(self, callback: Callable[[bool], None]) -> None:
+        """callback(ok) once every outcome recorded so far is written to the store or its spool (ok False:
+        the batch holding the latest of them could not be written, its loss was logged). Called in the
+        reactor thread; writes start at once, one batch at a time while anyone waits (group commit)."""
+        if self.durable >= self.recorded:
+            callback(True)
             return
-        submit(self.crawler, self._write, run_id, batch, wait=wait)
+        self.waiters.append((self.recorded, callback))
+        self._kick()
 
-    def _write(self, run_id: str, batch: list[dict]) -> None:
+    def all_durable(self) -> bool:
+        """Nothing recorded is waiting to be written."""
+        return self.durable >= self.recorded
+
+    def _kick(self) -> None:
+        """Write what is buffered when someone waits for it and no batch is under way."""
+        if self.waiters and self.buffer and not self.batches:
+            self.flush(wait=False)
+
+    def flush(self, wait: bool) -> None:
+        """Write the queued records to the run (a failing write is logged with what it lost, never silent).
+        With wait, return once they and every batch under way are written (the waiters answered)."""
+        batch, self.buffer = self.buffer, []
+        if batch:
+            entry = _Batch(self.recorded - len(batch) + 1, self.recorded)
+            self.batches.append(entry)
+            run_id = run_id_of(self.crawler)
+            if run_id is None:
+                logger.warning("%d URL outcomes not written: the crawl run was not recorded", len(batch))
+                entry.finish(False)
+            elif wait:
+                submit(self.crawler, self._write_batch, run_id, batch, entry, wait=True)
+            else:
+                submit(self.crawler, self._write_batch, run_id, batch, entry)
+        if wait:
+            for entry in list(self.batches):
+                if not entry.done.wait(WAIT_SECONDS):
+                    logger.warning("outcome batch %d-%d still being written after %d s", entry.first, entry.last,
+                                   WAIT_SECONDS)
+            self._written()
+        elif batch and self.batches and self.batches[-1].done.is_set():
+            self._written()   # written in this thread (the store threads were shut down)
+
+    def _write_batch(self, run_id: str, batch: list[dict], entry: "_Batch") -> None:
+        """In a store thread: write, then tell the reactor thread (which may also be the caller)."""
+        entry.finish(self._write(run_id, batch))
+        from twisted.python.threadable import isInIOThread
+
+        if not isInIOThread():
+            from twisted.internet import reactor
+
+            reactor.callFromThread(self._written)
+
+    def _write(self, run_id: str, batch: list[dict]) -> bool:
         try:
             store_for(self.crawler).record_outcomes(run_id, batch)
+            return True
         except Exception as exc:  # the outcome log must not stop the crawl; the loss is said
             logger.warning("%d URL outcomes not written: %s", len(batch), exc)
+            return False
+
+    def _written(self) -> None:
+        """Advance `durable` over the batches written, in recording order; answer who waited for them."""
+        while self.batches and self.batches[0].done.is_set():
+            entry = self.batches.pop(0)
+            self.durable = max(self.durable, entry.last)
+            ready = [w for w in self.waiters if w[0] <= entry.last]
+            self.waiters = [w for w in self.waiters if w[0] > entry.last]
+            for seq, callback in ready:
+                callback(entry.ok or seq < entry.first)
+        self._kick()
 
     def spider_closed(self, spider, reason: str = "") -> None:
         """Write what is left; check fetched = the outcomes of fetched URLs."""

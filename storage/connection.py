@@ -391,6 +391,12 @@ class Connection:
             except (PyMongoError, redis.RedisError, StorageUnavailable) as e:
                 raise StorageUnavailable(label, f"no answer from {uri} ({type(e).__name__})", HINTS[name]) from None
 
+    def wait_for(self, name: str) -> None:
+        """One ping of "redis" or "mongo" through the retry/restart path every store call takes (a dead
+        embedded server is started again); StorageUnavailable after retry_seconds. For code with its own
+        client of the same server (the distributed crawl queue, crawler/distributed.py)."""
+        self._retry(name, self.redis.ping if name == "redis" else lambda: self.mongo.admin.command("ping"))
+
     def ensure_indexes(self) -> None:
         """Create the MongoDB indexes every reader and writer relies on (idempotent; storage/schema.py)."""
         ensure_indexes(self.db)

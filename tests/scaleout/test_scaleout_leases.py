@@ -1,0 +1,112 @@
+"""Leases of popped requests when workers only look dead: a worker whose alive mark expired while it was
+still working (Redis away longer than DISTRIBUTED_WORKER_TTL, a starved process) gets its requests
+queued again by the others. It must not fetch such a request a second time itself (two outcomes for one
+URL in one run), and a worker that just lost Redis itself waits one TTL before it takes the requests of
+workers that could not refresh their marks either. Real embedded Redis, killed with SIGKILL."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import redis
+import scrapy
+from scrapy.utils.test import get_crawler
+
+from crawler.distributed import DistributedScheduler, distributed_settings
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class LeaseSpider(scrapy.Spider):
+    """A real spider for the schedulers to serve."""
+
+    name = "leases"
+
+    def parse(self, response):
+        """Unused: nothing is downloaded here."""
+
+
+def _scheduler(url: str, ttl: float = 2.0) -> DistributedScheduler:
+    settings = {**distributed_settings(url, "tlease:", idle_close_seconds=0),
+                "REQUEST_FINGERPRINTER_CLASS": "crawler.urls.CanonicalRequestFingerprinter",
+                "DISTRIBUTED_POLL_SECONDS": 3600, "DISTRIBUTED_WORKER_TTL": ttl}
+    crawler = get_crawler(LeaseSpider, settings)
+    spider = LeaseSpider.from_crawler(crawler)
+    crawler.spider = spider
+    sched = DistributedScheduler.from_crawler(crawler)
+    sched.open(spider)
+    return sched
+
+
+@pytest.fixture
+def redis_var(tmp_path):
+    """An embedded Redis of our own (the tests kill it); its keys and process go at the end."""
+    from storage import servers as srv
+
+    var = tmp_path / "var"
+    url = srv.ensure(var, "redis").uri
+    yield var, url
+    try:
+        r = redis.Redis.from_url(url)
+        keys = r.keys("tlease:*")
+        if keys:
+            r.delete(*keys)
+    finally:
+        srv.stop(var, ("redis",))
+
+
+def _expire(url: str, sched: DistributedScheduler) -> None:
+    """Make a worker look dead: its alive mark in the past (as after a long outage or a stall)."""
+    redis.Redis.from_url(url).zadd(sched.alive, {sched.worker: 1})
+
+
+def test_a_worker_never_takes_its_own_requeued_request_again(redis_var):
+    """A's lease is queued again by B (A's mark expired while A still works on it); A does not pop it a
+    second time, and once A finishes it the lease is gone."""
+    var, url = redis_var
+    a, b = _scheduler(url), _scheduler(url)
+    try:
+        assert a.enqueue_request(scrapy.Request("http://127.0.0.1:1/news/1.html")) is True
+        got = a.next_request()
+        assert got is not None and got.url.endswith("/news/1.html")
+        _expire(url, a)
+        b.reclaim(drop_own=False)                       # B thinks A died: the request is queued again
+        assert len(a.queue) == 1
+        assert a.next_request() is None                 # A already has it: not fetched twice in A's run
+        a.request_done(got)
+        r = redis.Redis.from_url(url)
+        assert r.zcard(a.inflight) == 0 and len(a.queue) == 0
+    finally:
+        a.close("finished")
+        b.close("finished")
+
+
+def test_no_worker_is_declared_dead_right_after_an_outage(redis_var):
+    """Redis SIGKILLed and restarted (every worker's mark expired meanwhile): B, back from the outage,
+    leaves A's leases alone for one TTL (A refreshes its mark in that time); a mark still expired after
+    that is a dead worker, and its leases are queued again."""
+    from storage import servers as srv
+
+    var, url = redis_var
+    a, b = _scheduler(url), _scheduler(url)
+    try:
+        assert a.enqueue_request(scrapy.Request("http://127.0.0.1:1/news/2.html")) is True
+        assert a.next_request() is not None
+        redis.Redis.from_url(url).save()                # the lease survives the crash below
+        pid = srv.info(var, "redis").pid
+        os.kill(pid, signal.SIGKILL)
+        while srv.pid_alive(pid, "redis"):
+            time.sleep(0.02)
+        assert b.next_request() is None                 # B sees the outage
+        assert srv.ensure(var, "redis").uri == url      # back on its port, with its data
+        _expire(url, a)
+        assert b.next_request() is None                 # B answers again; A's lease is not taken yet
+        assert b.reclaim(drop_own=False) == 1 and len(b.queue) == 0
+        time.sleep(b.ttl + 0.2)
+        b.reclaim(drop_own=False)
+        assert len(b.queue) == 1                        # A never came back: its request is queued again
+    finally:
+        a.close("finished")
+        b.close("finished")
