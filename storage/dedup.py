@@ -9,7 +9,7 @@ from pymongo.errors import PyMongoError
 from .connection import Connection
 from .dedup_index import TEXT_TTL, text_key
 from .errors import StorageUnavailable
-from .redis_index import DedupResult
+from .redis_index import DedupResult, exact_key_parts
 from .schema import id_age_seconds, new_id, to_oid
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,18 @@ class DedupStore(Connection):
             if res.original_id == page_id:  # re-check of a page already indexed (re-crawl, resume, replay)
                 return DedupResult("unchanged" if res.kind == "exact" else "new")
             if res.kind == "exact" and res.original_id is None:
-                return self._exact_owner(res, content_hash)
+                try:
+                    held = self._retry("mongo", self.pages.find_one, {"content_hash": content_hash}, {"_id": 1})
+                except StorageUnavailable:   # whose it is cannot be told now: decided again later
+                    self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
+                    return DedupResult("new", spooled=True)
+                if held is not None:
+                    return DedupResult("exact", str(held["_id"]), 0)
+                # an exact-hash entry whose page neither Redis nor MongoDB names (left by an outage): it goes,
+                # and the page is checked again (a copy of nothing cannot be recorded)
+                log.warning("exact-hash entry %s names no page: dropped, page %s checked again", content_hash, page_id)
+                self._retry("redis", self.index.drop_exact, [(*exact_key_parts(content_hash), b"1")])
+                continue
             if not (res.is_duplicate and self._is_phantom(res.original_id)):
                 return res
             # the original was indexed by a crawler that died before saving it: this page takes its place
@@ -43,6 +54,9 @@ class DedupStore(Connection):
                         res.original_id)
             self._retry("redis", self.index.evict, res.original_id, res.original_simhash,
                         content_hash if res.kind == "exact" else None)
+        if res.is_duplicate and res.original_id is None:   # never a copy of nothing: decided again later
+            self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
+            return DedupResult("new", spooled=True)
         return res
 
     def lookup(self, content_hash: str, simhash: int, k: int | None = None) -> DedupResult:

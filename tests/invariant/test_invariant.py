@@ -20,9 +20,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400),
 
 # (seed, kind, fault): chosen so that together they cover each store kind and each fault type, worker
 # processes on and off, group commits of 4 to 16 pages and 1 to 32 requests at a time (the plans:
-# tests/invariant/harness.make_plan).
+# tests/invariant/harness.make_plan). Seeds 2, 8 and 14 (embedded) hold too; they run in the benchmark
+# (python -m benchmarks.bench_invariant --seed 2 --kind embedded --fault none) to keep the suite short.
 CASES = [
-    (8, "embedded", "none"),            # 32 requests at a time, 16-page batches held 100 ms
     (10, "embedded", "crawler_kill"),   # SIGKILLed after 9 stored pages; worker process
     (8, "embedded", "early_kill"),      # SIGKILLed 0.6 s in, while it starts the embedded servers
     (7, "embedded", "mongo_kill"),      # MongoDB SIGKILLed and held down 1.6 s
@@ -33,8 +33,6 @@ CASES = [
     (8, "stale", "redis_kill"),         # Redis holds a dropped store's index; then Redis SIGKILLed
     # violations the harness found; each failed in about half the runs before its fix (issue 31):
     (6, "embedded", "none"),            # 2 distributed crawlers: a displaced page found a passage copy meanwhile
-    (2, "embedded", "none"),            # 3 independent crawlers: one URL stored by one, a copy for another
-    (14, "embedded", "redis_wipe"),     # the spool replay: a copy record re-pointed to its own page
     (118, "redis", "redis_kill"),       # 2 crawlers, spooled decisions replayed: a page its own copy
 ]
 
