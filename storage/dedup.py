@@ -9,7 +9,7 @@ from pymongo.errors import PyMongoError
 from .connection import Connection
 from .dedup_index import TEXT_TTL, text_key
 from .errors import StorageUnavailable
-from .redis_index import DedupResult, exact_key_parts
+from .redis_index import DedupResult
 from .schema import id_age_seconds, new_id, to_oid
 
 log = logging.getLogger(__name__)
@@ -42,11 +42,12 @@ class DedupStore(Connection):
                     return DedupResult("new", spooled=True)
                 if held is not None:
                     return DedupResult("exact", str(held["_id"]), 0)
-                # an exact-hash entry whose page neither Redis nor MongoDB names (left by an outage): it goes,
-                # and the page is checked again (a copy of nothing cannot be recorded)
-                log.warning("exact-hash entry %s names no page: dropped, page %s checked again", content_hash, page_id)
-                self._retry("redis", self.index.drop_exact, [(*exact_key_parts(content_hash), b"1")])
-                continue
+                # same text under another SimHash whose page is not saved yet (or an entry an outage left
+                # without its page): never a copy of nothing; the whole decision runs again in the replay
+                log.info("exact-hash entry %s names no saved page yet: page %s decided again later", content_hash,
+                         page_id)
+                self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
+                return DedupResult("new", spooled=True)
             if not (res.is_duplicate and self._is_phantom(res.original_id)):
                 return res
             # the original was indexed by a crawler that died before saving it: this page takes its place

@@ -36,7 +36,8 @@ def test_memory_and_redis_indexes_give_every_verdict_alike(store):
             source_id, src = p.source.id, DedupDoc.of(store.new_page_id(), p.source.text)
             for engine in (memory, redis_engine):
                 assert engine.decide(src).kind == "new"
-            store.save_page({"_id": src.page_id, "url": f"t:{source_id}", "text": src.text})
+            store.save_page({"_id": src.page_id, "url": f"t:{source_id}", "text": src.text,
+                             "content_hash": src.content_hash, "simhash": src.simhash})   # as the crawl saves it
         variant = DedupDoc.of(store.new_page_id(), p.variant)
         a, b = _verdict(memory, variant), _verdict(redis_engine, variant)
         counted[a[1]] = counted.get(a[1], 0) + 1
