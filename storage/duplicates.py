@@ -80,13 +80,14 @@ class DuplicateStore(Connection):
         if not by_url:
             return 0
         held = self._retry("mongo", list, self.pages.find({"url": {"$in": list(by_url)}}, {"url": 1, "content_hash": 1}))
-        joined = 0
-        for page in held:
-            copy = by_url[page["url"]]
-            if page.get("content_hash") == copy["content_hash"]:
-                self._join(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
-                joined += 1
-        return joined
+        return sum(self._join_if_same(page, by_url[page["url"]]) for page in held)
+
+    def _join_if_same(self, page: dict, copy: dict) -> bool:
+        """A kept page and a copy record of its URL with the same text are one story kept twice: joined."""
+        if not page.get("content_hash") or page.get("content_hash") != copy.get("content_hash"):
+            return False
+        self._join(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
+        return True
 
     def resolve_original(self, page_id: str) -> tuple[str, str | None]:
         """The page that now stands for page_id: itself, or the earlier-published copy that displaced it

@@ -319,9 +319,7 @@ class PageStore(DuplicateStore):
             for copy in self._retry("mongo", list, self.duplicates.find({"url": {"$in": list(kept)}},
                                                                        {"url": 1, "original_id": 1, "content_hash": 1,
                                                                         "method": 1})):
-                page = kept[copy["url"]]
-                if copy.get("content_hash") == page["content_hash"]:
-                    self._join(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
+                self._join_if_same(kept[copy["url"]], copy)
         return len(markers)
 
     def _move_displaced(self, old: dict, marker: dict) -> None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tests.invariant.corpus import ARTICLE, Corpus, Oracle, article_html, build
-from tests.reliability.reliability_helpers import CrawlProc, HeldDown, crawl_env, sigkill, wipe_redis
+from tests.reliability.reliability_helpers import DISTRIBUTED, CrawlProc, HeldDown, crawl_env, sigkill, wipe_redis
 
 KINDS = ("embedded", "redis", "cluster", "stale")
 FAULTS = {
@@ -44,7 +44,7 @@ FAULTS = {
     "cluster": ("none", "crawler_kill", "redis_wipe", "sigstop"),
     "stale": ("none", "crawler_kill", "redis_kill", "redis_wipe"),
 }
-SHARED = {"ZHDEDUP_DISTRIBUTED": "1", "DISTRIBUTED_WORKER_TTL": "2", "DISTRIBUTED_IDLE_CLOSE_SECONDS": "1.5"}
+SHARED = DISTRIBUTED
 CRAWL_TIMEOUT = 180.0
 ARTICLE_OUTCOMES = {"stored", "unchanged", "duplicate"}
 

@@ -103,6 +103,9 @@ def _copy_found_by(paragraphs: list[str], seed: int, method: str,
     raise AssertionError(f"no {method} copy of story {paragraphs[0]!r} in 60 attempts")
 
 
+# settings of a shared (distributed) crawl with short timers, for tests of several workers
+DISTRIBUTED = {"ZHDEDUP_DISTRIBUTED": "1", "DISTRIBUTED_WORKER_TTL": "2", "DISTRIBUTED_IDLE_CLOSE_SECONDS": "1.5"}
+
 class ArticleGate:
     """Lets the sites answer only the first `limit` article requests while held; later ones wait (in the
     server) until release. A test that kills or stops a crawl "mid-crawl" holds the gate, so the crawl

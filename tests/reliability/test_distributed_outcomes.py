@@ -9,10 +9,11 @@ from collections import Counter
 
 import pytest
 
-from tests.reliability.reliability_helpers import CrawlProc, NewsSites, assert_every_story_once, crawl_env, wait_until
+from tests.reliability.reliability_helpers import (DISTRIBUTED, CrawlProc, NewsSites, assert_every_story_once,
+                                                   crawl_env, wait_until)
 
 pytestmark = pytest.mark.timeout(120)
-SHARED = {"ZHDEDUP_DISTRIBUTED": "1", "DISTRIBUTED_WORKER_TTL": "2", "DISTRIBUTED_IDLE_CLOSE_SECONDS": "1.5"}
+SHARED = DISTRIBUTED
 
 
 def test_killed_worker_loses_no_outcome(store, tmp_path):

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from tests.reliability.reliability_helpers import (CrawlProc, HeldDown, NewsSites, assert_every_story_once,
+from tests.reliability.reliability_helpers import (DISTRIBUTED, CrawlProc, HeldDown, NewsSites, assert_every_story_once,
                                                    crawl_env, embedded_var, fresh_db, sigkill, wait_until)
 
 pytestmark = pytest.mark.timeout(120)
-SHARED = {"ZHDEDUP_DISTRIBUTED": "1", "DISTRIBUTED_WORKER_TTL": "2", "DISTRIBUTED_IDLE_CLOSE_SECONDS": "1.5"}
+SHARED = DISTRIBUTED
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,11 @@ import socket
 
 import pytest
 
-from tests.reliability.reliability_helpers import (CrawlProc, NewsSites, assert_every_story_once, count_pages,
+from tests.reliability.reliability_helpers import (DISTRIBUTED, CrawlProc, NewsSites, assert_every_story_once, count_pages,
                                                    crawl_env, wait_until)
 
 pytestmark = pytest.mark.timeout(150)
-SHARED = {"ZHDEDUP_DISTRIBUTED": "1", "DISTRIBUTED_WORKER_TTL": "2", "DISTRIBUTED_IDLE_CLOSE_SECONDS": "1.5"}
+SHARED = DISTRIBUTED
 
 
 def test_killed_worker_requests_are_taken_over(store, tmp_path):
