@@ -40,6 +40,9 @@ class DedupStore(Connection):
                 except StorageUnavailable:   # whose it is cannot be told now: decided again later
                     self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
                     return DedupResult("new", spooled=True)
+                if held is not None and str(held["_id"]) == page_id:   # its own exact entry, its SimHash one lost
+                    self._retry("redis", self.index.add_many, [(page_id, content_hash, simhash)])
+                    return DedupResult("unchanged")
                 if held is not None:
                     return DedupResult("exact", str(held["_id"]), 0)
                 # same text under another SimHash whose page is not saved yet (or an entry an outage left

@@ -338,3 +338,25 @@ def test_runs_of_killed_crawlers_are_closed_as_interrupted(var):
     finally:
         st.drop_all()
         st.close()
+
+
+def test_replayed_page_whose_exact_entry_is_its_own_is_indexed(var):
+    """Two processes at start-up (test_storage_servers): the second page's exact entry (68 bits: the two
+    hashes share them) answered 'no saved page yet', its decision was spooled; the replay found the page
+    itself behind the entry. It must end in the SimHash index, not be left 'unchanged' outside it."""
+    c = cfg(var)
+    st = open_store(c)
+    try:
+        pids = []
+        for n in (1, 2):
+            pid, fp = st.new_page_id(), n * 0x5555_3333_0F0F_00FF
+            st.check_and_insert(pid, "%032x" % n, fp)
+            st.save_page({"_id": pid, "url": f"http://t/{n}", "simhash": fp, "content_hash": "%032x" % n})
+            pids.append(pid)
+        assert st.spool.count() == 1 and st.index.count() == 1
+        st.close()
+        st = open_store(c)   # the replay runs at open
+        assert st.spool.count() == 0 and st.index.count() == 2
+        assert st.check_and_insert(st.new_page_id(), "f" * 32, 2 * 0x5555_3333_0F0F_00FF ^ 1).original_id == pids[1]
+    finally:
+        st.close()
