@@ -78,15 +78,11 @@ class DedupStore(Connection):
         return self._retry("redis", self.sketches.claim, page_id, values, min_shared)
 
     def _refill_inflight(self) -> int:
-        """After a Redis data loss: re-add the pages this process indexed that MongoDB does not hold yet
-        (their save is on its way), with their sketches and claimed texts; returns how many."""
+        """After a Redis data loss: re-add the pages this process indexed lately that the index lacks, with
+        their sketches and claimed texts; returns how many. Saved ones too: a page whose save landed after
+        the refill read MongoDB, and before this, is in neither (its copy would then be kept as new)."""
         with self.inflight_lock:
             entries = dict(self.inflight)
-        if not entries:
-            return 0
-        query = {"_id": {"$in": [to_oid(i) for i in entries]}}
-        for d in self._retry("mongo", list, self.pages.find(query, {"_id": 1})):
-            entries.pop(str(d["_id"]), None)
         missing = [(pid, e) for pid, e in entries.items() if not self._indexed(pid, e[0], e[1])]
         self._retry("redis", self.index.add_many, ((pid, e[0], e[1]) for pid, e in missing))
         for pid, (_, _, sketch, text) in missing:
