@@ -117,7 +117,6 @@ def test_mongodb_down_and_spool_disk_full_stops_then_resumes(private, mount, sit
     filler = fill(spool_fs, 300)
     env = crawl_env(config)
     job = {"JOBDIR": str(tmp_path / "job")}
-    first = CrawlProc(sites.start_urls, env, tmp_path / "1.log", job, store={"retry_seconds": 0.5})
 
     def stored() -> int:
         import pymongo
@@ -128,11 +127,13 @@ def test_mongodb_down_and_spool_disk_full_stops_then_resumes(private, mount, sit
         finally:
             c.close()
 
-    wait_until(lambda: stored() >= 6, 60, "6 stored pages", first)
-    mongo_pid = srv.info(private, "mongo").pid
-    os.kill(mongo_pid, signal.SIGKILL)
-    while srv.pid_alive(mongo_pid, "mongo"):
-        time.sleep(0.02)
+    with sites.held_after(14):   # at least 7 stories answered until the kill: it always comes mid-crawl
+        first = CrawlProc(sites.start_urls, env, tmp_path / "1.log", job, store={"retry_seconds": 0.5})
+        wait_until(lambda: stored() >= 6, 60, "6 stored pages", first)
+        mongo_pid = srv.info(private, "mongo").pid
+        os.kill(mongo_pid, signal.SIGKILL)
+        while srv.pid_alive(mongo_pid, "mongo"):
+            time.sleep(0.02)
     first.wait(120)
     log = first.log
     assert f"cannot write {spool_fs / 'var' / 'spool'}" in log, log[-3000:]

@@ -44,12 +44,14 @@ def final_store(var, db: str):
 
 
 def run_with_kill(var, db, sites, tmp_path, victim: str, store: dict | None = None, after=None) -> CrawlProc:
-    """Start a crawl, SIGKILL `victim` after 6 stored pages (then call `after`), wait for the crawl."""
-    proc = CrawlProc(sites.start_urls, crawl_env(var_dir=var, db=db), tmp_path / "crawl.log", store=store)
-    wait_until(lambda: stored(var, db) >= 6, 60, "6 stored pages", proc)
-    old = sigkill(var, victim)
-    if after is not None:
-        after()
+    """Start a crawl, SIGKILL `victim` after 6 stored pages (then call `after`), wait for the crawl. The
+    sites answer 14 articles (at least 7 stories) until then: the kill always comes mid-crawl."""
+    with sites.held_after(14):
+        proc = CrawlProc(sites.start_urls, crawl_env(var_dir=var, db=db), tmp_path / "crawl.log", store=store)
+        wait_until(lambda: stored(var, db) >= 6, 60, "6 stored pages", proc)
+        old = sigkill(var, victim)
+        if after is not None:
+            after()
     assert proc.wait(120) == 0, proc.log[-3000:]
     assert stored(var, db) or srv.info(var, "mongo").running is False
     proc.old_pid = old
