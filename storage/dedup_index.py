@@ -28,6 +28,12 @@ TEXT_TTL = 24 * 3600  # a claimed page's text waits in Redis until its page is i
 WITHDRAWN = b""  # the text key of a claim taken back (its page was a copy): no such page, nothing to wait for
 
 
+class EntriesNotTakenBack(StorageUnavailable, LookupUnavailable):
+    """Redis went away while a page's index entries were taken back (a copy found by its passages). To the
+    engine a lookup that could not be answered (the page is kept and its whole decision spooled); to any
+    other caller (the spool replay) an outage like every other."""
+
+
 class RedisDedupIndex:
     """DedupIndex over a Store (storage.store): Redis for the keys, MongoDB for the texts.
 
@@ -49,8 +55,12 @@ class RedisDedupIndex:
         if res.kind == "new" and not res.spooled:
             self._in_flight(doc)
             if doc.published is not None and not doc.sketch:   # no passage claim to carry its date: say it here
-                self.store._retry("redis", self.store.redis.set, date_key(self.store, doc.page_id),
-                                  doc.published.isoformat(), ex=TEXT_TTL)
+                try:
+                    self.store._retry("redis", self.store.redis.set, date_key(self.store, doc.page_id),
+                                      doc.published.isoformat(), ex=TEXT_TTL)
+                except StorageUnavailable as e:   # kept, but unseen by an earlier copy: decided again later
+                    self.defer(doc, f"publish date of {doc.page_id}: {e.detail}")
+                    return IndexHit("new", spooled=True)
         return IndexHit(res.kind, res.original_id, int(res.distance), bool(res.spooled))
 
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
@@ -118,10 +128,18 @@ class RedisDedupIndex:
         return (self._page_or_none(page_id) or {}).get("url")
 
     def forget(self, doc: DedupDoc) -> None:
-        """Undo the page's exact, SimHash and sketch entries, and its claimed text."""
-        self.store.forget_copy(doc.page_id, doc.content_hash, doc.simhash, list(doc.sketch))
-        # a page that saw this claim reads "withdrawn" instead of waiting for a page that will never be saved
-        self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id), WITHDRAWN, ex=TEXT_TTL)
+        """Undo the page's exact, SimHash and sketch entries, and its claimed text.
+
+        Redis away meanwhile raises EntriesNotTakenBack: to the engine a copy that cannot be taken back yet
+        is kept and decided again by the spool replay (which takes its entries out first), never lost."""
+        try:
+            self.store.forget_copy(doc.page_id, doc.content_hash, doc.simhash, list(doc.sketch))
+            # a page that saw this claim reads "withdrawn" instead of waiting for a page that will never be saved
+            self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id), WITHDRAWN,
+                              ex=TEXT_TTL)
+        except StorageUnavailable as e:
+            raise EntriesNotTakenBack(e.server, f"taking back the index entries of {doc.page_id}: {e.detail}",
+                                      e.hint) from e
         self._recent.pop(doc.page_id, None)
         with self.store.inflight_lock:
             self.store.inflight.pop(doc.page_id, None)

@@ -381,3 +381,66 @@ def test_replayed_page_whose_exact_entry_is_its_own_is_indexed(var):
         assert st.check_and_insert(st.new_page_id(), "f" * 32, 2 * 0x5555_3333_0F0F_00FF ^ 1).original_id == pids[1]
     finally:
         st.close()
+
+
+@pytest.mark.parametrize("dies_at", ["taking_back_a_passage_copy", "saying_a_new_pages_date"])
+def test_redis_lost_mid_decision_keeps_the_page_for_the_replay(var, dies_at):
+    """Redis SIGKILLed in the middle of a decision, after its lookups: while a passage copy's own index
+    entries are taken back (invariant seed 305: the copy failed with 'Redis is unavailable', its URL counted
+    as seen by the distributed crawl, the copy never recorded), or while a new dated page without a sketch
+    says its date. The page is kept with its whole decision spooled, never failed; the replay at the next
+    open records the copy as a duplicate of the original."""
+    import dataclasses
+    import datetime as dt
+
+    from fingerprint.neardup import DedupDoc, DedupEngine
+    from storage.dedup_index import RedisDedupIndex
+    from tests.reliability.reliability_helpers import make_stories, passage_copy
+
+    class RedisDiesMidDecision(RedisDedupIndex):
+        """The real index; the real Redis is SIGKILLed at one point of the decision (no restart)."""
+
+        def forget(self, doc):
+            if dies_at == "taking_back_a_passage_copy":
+                sigkill(var, "redis")
+            super().forget(doc)
+
+        def _in_flight(self, doc):
+            super()._in_flight(doc)
+            if dies_at == "saying_a_new_pages_date" and doc.url == "http://t/c":
+                sigkill(var, "redis")
+
+    title, paragraphs = make_stories(1, seed=305)[0]
+    c = cfg(var, auto_restart=False)
+    st = open_store(c)
+    engine = DedupEngine(index=RedisDiesMidDecision(st))
+    original = DedupDoc.of(st.new_page_id(), "\n".join(paragraphs), url="http://t/o")
+    if dies_at == "taking_back_a_passage_copy":
+        copy = DedupDoc.of(st.new_page_id(), "\n".join(passage_copy(paragraphs, 0)), url="http://t/c")
+    else:   # another story, dated, without a sketch (its date goes to Redis on its own)
+        other = make_stories(2, seed=306)[1][1]
+        copy = dataclasses.replace(DedupDoc.of(st.new_page_id(), "\n".join(other), url="http://t/c"), sketch=(),
+                                   published=dt.date(2024, 5, 1))
+    try:
+        assert engine.decide(original).kind == "new"
+        st.save_page(_page(original))
+        verdict = engine.decide(copy)            # old code: StorageUnavailable out of decide (the page failed)
+        assert (verdict.kind, verdict.spooled) == ("new", True)
+        st.save_page(_page(copy))
+        assert [e["op"] for p in st.spool.pending() + [st.spool._path] for e in st.spool.entries(p)] == ["recheck"]
+        st.close()
+        srv.ensure(var, "redis")
+        st = open_store(c)                       # the replay decides the page again
+        assert st.spool.count() == 0
+        if dies_at == "taking_back_a_passage_copy":
+            assert [p["url"] for p in st.pages.find()] == ["http://t/o"]
+            dup = st.duplicates.find_one()
+            assert (dup["url"], dup["original_id"], dup["method"]) == ("http://t/c", original.page_id, "passages")
+        else:                                    # another story: both stored, and indexed
+            assert sorted(p["url"] for p in st.pages.find()) == ["http://t/c", "http://t/o"]
+            assert st.duplicates.count_documents({}) == 0
+            assert st.check_and_insert(st.new_page_id(), "f" * 32, copy.simhash).original_id == copy.page_id
+    finally:
+        srv.ensure(var, "redis")
+        st.drop_all()
+        st.close()
