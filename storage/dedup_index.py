@@ -19,6 +19,8 @@ from typing import Any
 from fingerprint.neardup import DedupDoc, IndexHit, LookupUnavailable, Verdict, publish_date
 
 from .errors import StorageUnavailable
+from .redis_index import DedupResult
+from .schema import to_oid
 
 log = logging.getLogger(__name__)
 RECENT = 10_000  # pages kept by this process, whose save to MongoDB may still be on its way
@@ -50,6 +52,14 @@ class RedisDedupIndex:
     def check_and_insert(self, doc: DedupDoc) -> IndexHit:
         """Exact, then SimHash within k (one Redis round trip); a new page is remembered for its copies."""
         res = self.store.check_and_insert(doc.page_id, doc.content_hash, doc.simhash)
+        if res.kind == "unchanged" and doc.page_id not in self.pending:
+            try:   # its own entry: a re-crawl if the page is saved, else a decision left half done (a killed crawler)
+                saved = self.store._retry("mongo", self.store.pages.find_one, {"_id": to_oid(doc.page_id)}, {"_id": 1})
+            except StorageUnavailable as e:
+                self.defer(doc, f"is page {doc.page_id} saved: {e.detail}")
+                return IndexHit("new", spooled=True)
+            if saved is None:   # never saved: decided in full (its passage step too), as with its own SimHash entry
+                res = DedupResult("new")
         if res.kind in ("new", "unchanged"):
             self._remember(doc)
         if res.kind == "new" and not res.spooled:

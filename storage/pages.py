@@ -333,8 +333,10 @@ class PageStore(DuplicateStore):
                                "replaced_by_earlier": True})
         self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
-        self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
+        # its entries go before the page does: a crawler killed in between leaves the page held (the next open
+        # moves it again, settle_displacements), never a passage claim of a page no one can read any more
         self._hand_over(old, marker)
+        self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
         self.settle_copies([str(old["_id"])])
 
     def _hand_over(self, old: dict, marker: dict) -> None:

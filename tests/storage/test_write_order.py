@@ -305,3 +305,65 @@ def test_an_unsaved_page_without_a_sketch_is_still_displaced_by_its_date(store):
     late, early = (dataclasses.replace(d, sketch=()) for d in (late, early))
     _engine(store).decide(late)
     assert _engine(store).decide(early).replaced == late.page_id
+
+
+class _Killed(BaseException):
+    """A SIGKILL at this point of a crawler's writes (nothing of ours catches it; nothing after it runs)."""
+
+
+def _passage_story() -> tuple[str, str]:
+    """A story's text and a copy of it that only aligned passages find."""
+    from tests.reliability.reliability_helpers import make_stories, passage_copy
+
+    paragraphs = make_stories(1, seed=315)[0][1]
+    return "\n".join(paragraphs), "\n".join(passage_copy(paragraphs, 0))
+
+
+@pytest.mark.parametrize("killed_after", ["check_and_insert", "claim_sketch"])
+def test_a_decision_a_killed_crawler_left_half_done_is_made_in_full_by_the_next(store, killed_after):
+    """Crawler A indexed a passage copy C (its exact and SimHash entries, maybe its sketch claim) and was
+    SIGKILLed before the passage step took them back; crawler B fetches C again. C's own exact entry is
+    no 'unchanged' re-crawl (its page was never saved): C is decided in full and found a copy. Before, B
+    stored C as 'unchanged', a second page of the story (invariant seed 315)."""
+    text, copied = _passage_story()
+    original = DedupDoc.of("o" * 32, text, NearDupParams(), published=dt.date(2024, 5, 16), url="http://127.0.0.1/o.html")
+    copy = DedupDoc.of("c" * 32, copied, NearDupParams(), url="http://127.0.0.1/c.html")
+    assert _engine(store).decide(original).kind == "new"
+    store.save_pages([_page(original)])
+    index = RedisDedupIndex(store)                          # crawler A
+    assert index.check_and_insert(copy).kind == "new"
+    if killed_after == "claim_sketch":
+        index.claim_sketch(copy, NearDupParams().min_shared)
+    verdict = _engine(store).decide(copy)                    # crawler B, same URL, same page id
+    assert (verdict.kind, verdict.method, verdict.original) == ("near", "passages", original.page_id), verdict
+    assert _engine(store).decide(original).kind == "unchanged"   # a real re-crawl stays unchanged
+
+
+def test_a_displacement_killed_before_its_hand_over_leaves_no_claim_of_a_vanished_page(store):
+    """Crawler A's earlier-published E displaces its saved page R and is SIGKILLed before R's index entries
+    are handed over to E. R must not be gone from MongoDB while its passage claim stays in Redis: a later
+    passage copy would then wait forever for R's text (its decision spooled again at every replay, the copy
+    kept as a second page of the story: invariant seed 315). The next open finishes the displacement."""
+    from storage import open_store
+
+    text, copied = _passage_story()
+    late = DedupDoc.of("r" * 32, text, NearDupParams(), published=dt.date(2024, 5, 14), url="http://127.0.0.1/r.html")
+    early = DedupDoc.of("e" * 32, text, NearDupParams(), published=dt.date(2024, 5, 10), url="http://127.0.0.1/e.html")
+    copy = DedupDoc.of("c" * 32, copied, NearDupParams(), url="http://127.0.0.1/c.html")
+    assert _engine(store).decide(late).kind == "new"
+    store.save_pages([_page(late)])
+
+    def killed(*args, **kwargs):
+        raise _Killed
+    store._hand_over = killed                                 # crawler A dies here
+    with pytest.raises(_Killed):
+        _engine(store).decide(early)
+    again = open_store(store.config)                          # the re-run opens the store
+    try:
+        again.save_pages([_page(early)])                      # and stores E
+        verdict = _engine(again).decide(copy)
+        assert (verdict.kind, verdict.original, verdict.spooled) == ("near", early.page_id, False), verdict
+        pages, copies = _state(again)
+        assert pages == [early.page_id] and copies == {"r": early.page_id}   # R's URL, E's page id
+    finally:
+        again.close()
