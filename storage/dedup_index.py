@@ -175,8 +175,16 @@ class RedisDedupIndex:
         old_keys = {"content_hash": entry[0], "simhash": entry[1], "sketch": list(entry[2])} if entry else None
         new = {"id": doc.page_id, "url": doc.url, "content_hash": doc.content_hash, "simhash": doc.simhash,
                "sketch": list(doc.sketch)}
+        # the hand-over claims doc's sketch: its text first, as for every claim (a passage copy's claim was
+        # taken back and its text marked withdrawn: a copy seeing the new claim read "no such page", and was kept)
+        text = zlib.compress(doc.text.encode("utf-8")) if doc.sketch else None
         try:
+            if text is not None:
+                self.store._retry("redis", self._keep_claimed, doc, text)
             winner = self.store.replace_original(old_id, new, method, verdict.distance, verdict.coverage, old_keys)
+            if winner is not None and text is not None:   # doc stays a copy: nothing to wait for
+                self.store._retry("redis", self.store.redis.set, text_key(self.store, doc.page_id), WITHDRAWN,
+                                  ex=TEXT_TTL)
         except StorageUnavailable as e:
             raise LookupUnavailable(f"displacing {old_id}: {e.detail}") from e
         if winner is not None:
@@ -186,6 +194,11 @@ class RedisDedupIndex:
         self._recent.pop(old_id, None)
         self._remember(doc)
         self._in_flight(doc)
+        if text is not None:
+            with self.store.inflight_lock:   # a Redis refill puts the text back with the claim
+                entry = self.store.inflight.get(doc.page_id)
+                if entry is not None:
+                    self.store.inflight[doc.page_id] = entry[:3] + (text,)
         return None
 
     def resolve(self, page_id: str) -> str:

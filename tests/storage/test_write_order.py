@@ -367,3 +367,24 @@ def test_a_displacement_killed_before_its_hand_over_leaves_no_claim_of_a_vanishe
         assert pages == [early.page_id] and copies == {"r": early.page_id}   # R's URL, E's page id
     finally:
         again.close()
+
+
+def test_a_passage_copy_that_takes_the_originals_place_can_be_verified_before_its_save_lands(store):
+    """E (a passage copy of R, published earlier) is found a copy, its claim taken back and its text marked
+    withdrawn, then it displaces R and the hand-over claims its sketch again. A copy P checked before E's save
+    lands sees E's claim: it must read E's text, not 'withdrawn' (no such page: P was kept as a second page
+    of the story; invariant seed 311, cluster, no fault, one crawler)."""
+    from tests.reliability.reliability_helpers import make_stories, passage_copy
+
+    paragraphs = make_stories(1, seed=311)[0][1]
+    late = DedupDoc.of("r" * 32, "\n".join(paragraphs), NearDupParams(), published=dt.date(2024, 5, 16),
+                       url="http://127.0.0.1/r.html")
+    early = DedupDoc.of("e" * 32, "\n".join(passage_copy(paragraphs, 1)), NearDupParams(),
+                        published=dt.date(2024, 5, 15), url="http://127.0.0.1/e.html")
+    copy = DedupDoc.of("p" * 32, "\n".join(passage_copy(paragraphs, 2)), NearDupParams(), url="http://127.0.0.1/p.html")
+    engine = _engine(store)
+    assert engine.decide(late).kind == "new"
+    verdict = engine.decide(early)
+    assert (verdict.method, verdict.replaced) == ("passages", late.page_id), verdict
+    verdict = _engine(store).decide(copy)                    # E's save has not landed
+    assert (verdict.kind, verdict.original) == ("near", early.page_id), verdict
