@@ -6,6 +6,7 @@ from typing import Any
 from flask import Blueprint, abort, render_template, request
 
 from admin import get_store
+from admin.queries import BadFilter, int_arg
 from admin.render import safe_href
 
 bp = Blueprint("duplicates", __name__, url_prefix="/duplicates")
@@ -15,10 +16,10 @@ bp = Blueprint("duplicates", __name__, url_prefix="/duplicates")
 def index() -> Any:
     """Searchable (URL, title, site) list of clusters, newest copy first."""
     q = request.args.get("q", "").strip()[:200]
-    raw = request.args.get("page", "1")
-    if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
-        abort(400, description="page must be a whole number between 1 and 10000")
-    page = int(raw)
+    try:
+        page = int_arg(request.args, "page", 1, 1, 10_000)
+    except BadFilter as e:
+        abort(400, description=str(e))
     clusters, more = get_store().duplicate_clusters(q, page)
     return render_template("duplicates/index.html", clusters=clusters, more=more, q=q, page=page,
                            safe_href=safe_href)

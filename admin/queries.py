@@ -57,7 +57,8 @@ def _date_arg(args: Mapping[str, str], name: str) -> datetime | None:
     return val
 
 
-def _int_arg(args: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+def int_arg(args: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    """A whole-number query argument in [lo, hi] (ASCII digits only); BadFilter says what is wrong."""
     raw = (args.get(name) or "").strip()
     if not raw:
         return default
@@ -84,9 +85,9 @@ def parse_match_query(args: Mapping[str, str], per_page: int = 50) -> MatchQuery
         score_min=_float_arg(args, "score_min"), score_max=_float_arg(args, "score_max"),
         date_from=_date_arg(args, "date_from"), date_to=_date_arg(args, "date_to"),
         sort=sort,
-        per_page=_int_arg(args, "per_page", per_page, 1, 500),
+        per_page=int_arg(args, "per_page", per_page, 1, 500),
     )
-    mq.page = _int_arg(args, "page", 1, 1, 10**12)
+    mq.page = int_arg(args, "page", 1, 1, 10**12)
     if (mq.page - 1) * mq.per_page > MAX_OFFSET:
         raise BadFilter(f"page {mq.page} is too deep; follow the 'Next' links (cursor paging) instead")
     if args.get("after"):

@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint, abort, render_template, request
 
 from admin import get_store
+from admin.queries import BadFilter, int_arg
 from admin.render import safe_href
 from storage.schema import OUTCOMES, is_oid_hex
 
@@ -43,7 +44,7 @@ def _filters() -> tuple[str, str, int]:
     reason = request.args.get("reason", "")
     if reason and not REASON.fullmatch(reason):
         abort(400, description="reason is a short slug of a-z, 0-9 and _")
-    raw = request.args.get("page", "1")
-    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= 10_000):
-        abort(400, description="page must be a whole number between 1 and 10000")
-    return outcome, reason, int(raw)
+    try:
+        return outcome, reason, int_arg(request.args, "page", 1, 1, 10_000)
+    except BadFilter as e:
+        abort(400, description=str(e))

@@ -286,6 +286,8 @@ def test_passage_duplicates_show_a_dash_for_distance(client, store, sample):
     html = client.get("/duplicates/?q=passages.example").get_data(as_text=True)
     assert "<td>passages</td><td>—</td>" in html and "<td>None</td>" not in html
     assert client.get("/duplicates/?page=abc").status_code == 400
+    for odd in ("%C2%B2", "%E2%91%A0", "%D9%A1"):   # '²', '①', Arabic-Indic 1: str.isdigit() says yes to some
+        assert client.get(f"/duplicates/?page={odd}").status_code == 400
     assert client.get("/duplicates/?page=99999999").status_code == 400
 
 

@@ -21,21 +21,22 @@ def test_killed_worker_loses_no_outcome(store, tmp_path):
     sites = NewsSites()
     try:
         env = crawl_env(store.config)
-        survivor = CrawlProc(sites.start_urls, env, tmp_path / "survivor.log", SHARED)
-        victim = CrawlProc(sites.start_urls, env, tmp_path / "victim.log", SHARED)
-        inflight = f"{store.config.key_prefix}crawl:{{news}}:inflight"
-        mine = f"{socket.gethostname()}:{victim.proc.pid}:".encode()
+        with sites.held_after(20):   # the rest wait: the victim finishes some and holds others at the kill
+            survivor = CrawlProc(sites.start_urls, env, tmp_path / "survivor.log", SHARED)
+            victim = CrawlProc(sites.start_urls, env, tmp_path / "victim.log", SHARED)
+            inflight = f"{store.config.key_prefix}crawl:{{news}}:inflight"
+            mine = f"{socket.gethostname()}:{victim.proc.pid}:".encode()
 
-        peak = [0]
+            peak = [0]
 
-        def victim_finished_some() -> bool:
-            """The victim has finished pages (released some of its requests) and still holds others."""
-            held = sum(1 for m in store.redis.zrange(inflight, 0, -1) if m.startswith(mine))
-            peak[0] = max(peak[0], held)
-            return 0 < held < peak[0]
+            def victim_finished_some() -> bool:
+                """The victim has finished pages (released some of its requests) and still holds others."""
+                held = sum(1 for m in store.redis.zrange(inflight, 0, -1) if m.startswith(mine))
+                peak[0] = max(peak[0], held)
+                return 0 < held < peak[0]
 
-        wait_until(victim_finished_some, 60, "the victim finishing pages", victim)
-        victim.kill()
+            wait_until(victim_finished_some, 60, "the victim finishing pages", victim)
+            victim.kill()
         assert survivor.wait(60) == 0, survivor.log[-3000:]
         assert "request(s) of a worker that died (killed?) queued again" in survivor.log
         fetched = {sites.server.base(h) + path for h in sites.hosts for path in sites.server.hits(h)}

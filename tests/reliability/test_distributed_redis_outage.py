@@ -80,12 +80,13 @@ def test_redis_held_down_ends_the_crawl_clearly_and_loses_nothing(var, db, sites
     requests it had taken stay in Redis; once Redis can start again, the same command finishes the crawl."""
     env = crawl_env(var_dir=var, db=db)
     settings = {**SHARED, "DISTRIBUTED_REDIS_OUTAGE_SECONDS": "3"}
-    first = CrawlProc(sites.start_urls, env, tmp_path / "first.log", settings, store={"retry_seconds": 0.5})
-    wait_until(lambda: len(sites.article_hits()) >= 8, 60, "8 articles fetched", first)
-    fetched_before = len(sites.article_hits())
-    held = HeldDown(var, ["redis"])
-    try:
+    with sites.held_after(12):   # the rest wait until Redis is down: the outage always comes mid-crawl
+        first = CrawlProc(sites.start_urls, env, tmp_path / "first.log", settings, store={"retry_seconds": 0.5})
+        wait_until(lambda: len(sites.article_hits()) >= 8, 60, "8 articles fetched", first)
+        fetched_before = len(sites.article_hits())
+        held = HeldDown(var, ["redis"])
         sigkill(var, "redis")
+    try:
         t0 = time.monotonic()
         rc = first.wait(40)
         took = time.monotonic() - t0

@@ -20,17 +20,18 @@ def test_killed_worker_requests_are_taken_over(store, tmp_path):
     sites = NewsSites()
     try:
         env = crawl_env(store.config)
-        survivor = CrawlProc(sites.start_urls, env, tmp_path / "survivor.log", SHARED)
-        victim = CrawlProc(sites.start_urls, env, tmp_path / "victim.log", SHARED)
-        inflight = f"{store.config.key_prefix}crawl:{{news}}:inflight"
-        mine = f"{socket.gethostname()}:{victim.proc.pid}:".encode()
+        with sites.held_after(14):   # at least 7 stories answered, the rest wait: the kill comes mid-crawl
+            survivor = CrawlProc(sites.start_urls, env, tmp_path / "survivor.log", SHARED)
+            victim = CrawlProc(sites.start_urls, env, tmp_path / "victim.log", SHARED)
+            inflight = f"{store.config.key_prefix}crawl:{{news}}:inflight"
+            mine = f"{socket.gethostname()}:{victim.proc.pid}:".encode()
 
-        def victim_busy() -> bool:
-            """Some pages stored and the victim holds leases right now."""
-            return count_pages(store) >= 6 and any(m.startswith(mine) for m in store.redis.zrange(inflight, 0, -1))
+            def victim_busy() -> bool:
+                """Some pages stored and the victim holds leases right now."""
+                return count_pages(store) >= 6 and any(m.startswith(mine) for m in store.redis.zrange(inflight, 0, -1))
 
-        wait_until(victim_busy, 60, "the victim holding requests", victim)
-        victim.kill()
+            wait_until(victim_busy, 60, "the victim holding requests", victim)
+            victim.kill()
         assert count_pages(store) < len(sites.expected.groups), "the kill came too late to test anything"
         assert survivor.wait(120) == 0, survivor.log[-3000:]
         hits = sites.article_hits()
