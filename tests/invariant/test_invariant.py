@@ -34,6 +34,7 @@ CASES = [
     # violations the harness found; each failed in about half the runs before its fix (issue 31):
     (6, "embedded", "none"),            # 2 distributed crawlers: a displaced page found a passage copy meanwhile
     (118, "redis", "redis_kill"),       # 2 crawlers, spooled decisions replayed: a page its own copy
+    (315, "cluster", "crawler_kill"),   # distributed; a killed crawler's half-done decision and displacement
 ]
 
 
