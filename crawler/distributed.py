@@ -70,7 +70,7 @@ def crawl_keys(key_prefix: str, job: str) -> dict[str, str]:
         raise ValueError(f"job name must not contain braces (used as the Redis Cluster hash tag): {job!r}")
     base = f"{key_prefix}crawl:{{{job}}}"
     return {"requests": f"{base}:requests", "dupefilter": f"{base}:seen", "workers": f"{base}:workers",
-            "inflight": f"{base}:inflight", "alive": f"{base}:alive"}
+            "inflight": f"{base}:inflight", "alive": f"{base}:alive", "failed": f"{base}:failed"}
 
 
 def distributed_settings(redis_url: str, key_prefix: str, job: str = "%(spider)s",
@@ -95,6 +95,7 @@ def distributed_settings(redis_url: str, key_prefix: str, job: str = "%(spider)s
         "DISTRIBUTED_WORKERS_KEY": keys["workers"],
         "DISTRIBUTED_INFLIGHT_KEY": keys["inflight"],   # requests popped and not finished (leases)
         "DISTRIBUTED_ALIVE_KEY": keys["alive"],         # worker -> expiry, refreshed busy or idle
+        "DISTRIBUTED_FAILED_KEY": keys["failed"],       # pages that failed in a pipeline: queued by the next run
         "DISTRIBUTED_IDLE_CLOSE_SECONDS": idle_close_seconds,
         "REDIS_URL": redis_url,
         "REDIS_PARAMS": params,
@@ -250,6 +251,23 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (t - 86400))
 return {moved, left}
 """
+# A page that failed in a pipeline (KEYS: inflight, failed; ARGV: its lease): its queued entry is kept
+# aside with its priority, not fetched again in this run (no loop on a page that always fails).
+FAIL_LEASE = """
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s then return 0 end
+local cut = string.find(ARGV[1], '\\n', 1, true)
+redis.call('ZADD', KEYS[2], s, string.sub(ARGV[1], cut + 1))
+redis.call('ZREM', KEYS[1], ARGV[1])
+return 1
+"""
+# The entries kept aside go back to the queue when a worker starts (KEYS: failed, queue); returns how many.
+MOVE_ALL = """
+local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 1, #all, 2 do redis.call('ZADD', KEYS[2], all[i + 1], all[i]) end
+redis.call('DEL', KEYS[1])
+return #all / 2
+"""
 LEASE = "zhdedup_lease"   # request.meta key: this worker's token for the lease of a popped request
 BEAT = """
 local t = redis.call('TIME')
@@ -333,6 +351,7 @@ class DistributedScheduler(Scheduler):
         sched.workers_key = s.get("DISTRIBUTED_WORKERS_KEY") or ""
         sched.inflight_key = s.get("DISTRIBUTED_INFLIGHT_KEY") or ""
         sched.alive_key = s.get("DISTRIBUTED_ALIVE_KEY") or ""
+        sched.failed_key = s.get("DISTRIBUTED_FAILED_KEY") or ""
         sched.leases: dict[str, bytes] = {}      # token -> lease member, for requests this worker popped
         sched.finishing: dict[str, bytes] = {}   # done, waiting for their outcomes to be written
         sched.unacked: list[bytes] = []          # finished leases not yet removed (Redis was away)
@@ -378,6 +397,13 @@ class DistributedScheduler(Scheduler):
         self._beat = self.server.register_script(BEAT)
         self._idle = self.server.register_script(IDLE)
         self._reclaim = self.server.register_script(RECLAIM)
+        self._fail_lease = self.server.register_script(FAIL_LEASE)
+        self.failed = self._key(self.failed_key) if self.failed_key and self.inflight else ""
+        if self.failed:
+            again = self.server.register_script(MOVE_ALL)(keys=[self.failed, self.queue.key])
+            if again:
+                spider.logger.warning("distributed: %d request(s) whose pages failed in a pipeline last time queued "
+                                      "again", again)
         if self.workers:
             self._beat(keys=[self.workers], args=[self.worker, int(self.ttl)])
         self.keep_alive(force=True)
@@ -462,6 +488,24 @@ class DistributedScheduler(Scheduler):
 
         # next turn: the outcome signals of this request's last item have all run by then
         reactor.callLater(0, recorder.when_durable, lambda ok: self._outcome_written(token, ok))
+
+    def request_failed(self, request: Request) -> None:
+        """An item of the request hit a pipeline error (its outcome says so): its entry is kept aside and the
+        next run's first worker queues it again, as a JOBDIR resume does; never again in this run. Redis
+        away: said with the URL (the lease is dropped when idle, as for an unwritten outcome)."""
+        token = request.meta.pop(LEASE, "")
+        member = self.leases.pop(token, None)
+        if member is None or not self.failed:
+            return
+        try:
+            self.round_trips += 1
+            self._fail_lease(keys=[self.inflight, self.failed], args=[member])
+            self._inc("distributed/failed_kept_for_next_run")
+            self.spider.logger.info("distributed: %s failed in a pipeline; the next run fetches it again", request.url)
+        except RedisError as exc:
+            self._redis_failed("keep a failed request", exc)
+            self.spider.logger.warning("distributed: %s failed in a pipeline and Redis is away: the next run will "
+                                       "not fetch it again by itself", request.url)
 
     def _outcome_written(self, token: str, ok: bool) -> None:
         member = self.finishing.pop(token, None)

@@ -443,10 +443,14 @@ class ResumeMiddleware:
             self._maybe_done(tracker)
 
     def _maybe_done(self, tracker: _Tracker) -> None:
-        if not (tracker.exhausted and tracker.waiting == 0 and not tracker.failed):
+        if not (tracker.exhausted and tracker.waiting == 0):
             return
         scheduler = getattr(getattr(self.crawler.engine, "_slot", None), "scheduler", None)
         journal = self.journal
+        if tracker.failed:   # journal: left unfinished, queued again on resume; distributed: the same for the next run
+            if journal is None and hasattr(scheduler, "request_failed"):
+                scheduler.request_failed(tracker.request)
+            return
         if journal is None:
             if hasattr(scheduler, "request_done"):   # distributed: release the lease in Redis
                 scheduler.request_done(tracker.request)
