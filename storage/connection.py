@@ -3,11 +3,13 @@ and the local spool that takes writes when a server stays away."""
 from __future__ import annotations
 
 import logging
+import math
 import re
 import shutil
 import socket
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from pathlib import Path
 from dataclasses import asdict, dataclass, field
@@ -26,6 +28,7 @@ from redis.retry import Retry
 from . import servers as srv
 from .config import StoreConfig
 from .errors import StorageUnavailable
+from .identity import lost_key, owner_key
 from .redis_index import RedisSketchIndex, SimHashIndex, _glob, delete_matching
 from .schema import ensure_indexes
 from .spool import Spool
@@ -168,6 +171,8 @@ class Connection:
         self.inflight_lock = threading.Lock()
         self._old_clients: list[pymongo.MongoClient] = []
         self.undecided: set[str] = set()   # pages kept with their dedup decision in the spool: not re-indexed
+        # the Redis data loss (its token under `lost`) this process has re-filled its pages in flight for
+        self.loss_seen: bytes = b""
         self._connect_mongo()
         self._connect_redis()
 
@@ -334,13 +339,48 @@ class Connection:
     def _after_redis_outage(self) -> str:
         """Redis is back: it may have lost data (AOF everysec, a wiped disk, a configured server restarted
         empty); re-fill every index kind from MongoDB and this process's pages in flight, before any
-        other call. Returns what was done, for the outage's line."""
+        other call. Returns what was done, for the outage's line.
+
+        An index without its owner key lost its data: the loss is recorded under `lost` for the loss window
+        (phantom_seconds, the time a page in flight takes to be saved at most), so that every other process
+        re-fills its own pages in flight on its next check or save (they may never have seen Redis fail),
+        and a page found new meanwhile is decided again by the spool replay (`loss_guard`)."""
+        prefix = self.config.key_prefix
+        if self._retry("redis", self.redis.get, owner_key(prefix)) is None:
+            self._retry("redis", self.redis.set, lost_key(prefix), uuid.uuid4().hex, nx=True, ex=self._loss_window())
+        token = self._retry("redis", self.redis.get, lost_key(prefix)) or b""
         lost = self.index.count() is None
         added = self.reconcile_index(exclude=self.undecided)   # the spool replay decides those
         inflight = self._refill_inflight()   # AOF everysec loses the last second: pages not saved yet too
+        self.loss_seen = token
         if not (lost or added or inflight):
             return "index intact"
         return f"data lost: index re-filled ({added} pages from MongoDB, {inflight} in flight)"
+
+    def _loss_window(self) -> int:
+        """Seconds a Redis data loss is recorded: decisions meanwhile are provisional (pages in flight elsewhere)."""
+        return max(1, math.ceil(self.config.phantom_seconds))
+
+    def loss_guard(self) -> tuple[Any, ...] | None:
+        """The check script's data-loss guard (redis_index.CHECK_AND_INSERT_LUA; one server only): no extra
+        round trip, the script reads two more keys."""
+        if self.index.cluster:
+            return None
+        prefix = self.config.key_prefix
+        return (owner_key(prefix), lost_key(prefix), self.loss_seen, self._loss_window(), uuid.uuid4().hex)
+
+    def _after_index_loss(self, token: bytes | None) -> None:
+        """A check or a save met a Redis data loss this process has not re-filled for (it may never have seen
+        Redis fail): re-fill the index from MongoDB and this process's pages in flight, once per loss."""
+        with self._recover_locks["redis"]:
+            if token is not None and token == self.loss_seen and \
+                    self._retry("redis", self.redis.exists, owner_key(self.config.key_prefix)):
+                return   # another thread of this process did it
+            t = time.monotonic()
+            what = self._after_redis_outage()
+            log.warning("the Redis index lost its data (Redis restarted empty?); %s in %.2f s; pages found new "
+                        "in the next %d s are decided again by the spool replay", what, time.monotonic() - t,
+                        self._loss_window())
 
     def _refill_inflight(self) -> int:
         """Re-add the pages this process indexed but MongoDB may not hold yet (storage/dedup.py)."""

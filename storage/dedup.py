@@ -26,12 +26,27 @@ class DedupStore(Connection):
     def check_and_insert(self, page_id: str, content_hash: str, simhash: int, k: int | None = None) -> DedupResult:
         """Atomically: exact duplicate? near duplicate within k bits? else index this page. One round trip."""
         k = self.config.simhash_k if k is None else k
+        losses = 0
         for _ in range(3):
             try:
-                res = self._retry("redis", self.index.check, page_id, content_hash, simhash, k)
+                res = self._retry("redis", self.index.check, page_id, content_hash, simhash, k, True, self.loss_guard())
+                while res.kind in ("lost", "loss") and losses < 3:   # a data loss: re-fill first, then decide
+                    losses += 1
+                    self._after_index_loss(res.loss)
+                    res = self._retry("redis", self.index.check, page_id, content_hash, simhash, k, True,
+                                      self.loss_guard())
             except StorageUnavailable:
                 self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
                 return DedupResult("new", spooled=True)
+            if res.kind in ("lost", "loss"):   # lost again and again: decided by the replay
+                self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
+                return DedupResult("new", spooled=True)
+            if res.provisional:
+                # a data loss is recent: another crawler may not have put its pages in flight back yet, so this
+                # page, kept and indexed as new, is decided again by the spool replay against the whole index
+                self._spool("recheck", page_id=page_id, k=k, why="found new while the index is re-filled after "
+                            "a Redis data loss")
+                res = DedupResult("new")
             if res.original_id == page_id:  # re-check of a page already indexed (re-crawl, resume, replay)
                 return DedupResult("unchanged" if res.kind == "exact" else "new")
             if res.kind == "exact" and res.original_id is None:

@@ -45,6 +45,11 @@ def lock_key(prefix: str) -> str:
     return f"{prefix}repair"
 
 
+def lost_key(prefix: str) -> str:
+    """A recent data loss of the index (a random token, kept for the loss window: storage/connection.py)."""
+    return f"{prefix}lost"
+
+
 @dataclass(frozen=True)
 class Identity:
     """A store's random id and its generation."""

@@ -19,7 +19,7 @@ from .dedup import DedupStore
 from .dedup_index import RedisDedupIndex
 from .documents import insert_once
 from .errors import StorageUnavailable, mask_credentials
-from .identity import Identity, RepairLock, lock_key, owner_key, store_identity
+from .identity import Identity, RepairLock, lock_key, lost_key, owner_key, store_identity
 from .matches import MatchStore
 from .pages import PageStore
 from .redis_index import decode_id, exact_key_parts, used_memory
@@ -82,6 +82,13 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         `exclude`: pages the spool replay decides; `saving`: pages whose save waits in the spool.
         Logs a WARNING naming what was repaired and how long it took; returns pages re-added."""
         exclude = exclude or set()
+        # a data loss recorded before this repair read MongoDB is met by it (pages in flight: `_after_redis_outage`)
+        loss = self._retry("redis", self.redis.get, lost_key(self.config.key_prefix)) or b""
+        added = self._reconcile_index(exclude, saving)
+        self.loss_seen = loss
+        return added
+
+    def _reconcile_index(self, exclude: set[str], saving: dict[str, dict] | None) -> int:
         stored = self._retry("mongo", self.pages.count_documents, {})
         if self._index_problem(stored) is None:
             added = self._refill(exclude, stored)

@@ -15,6 +15,7 @@ from .dedup_index import date_key, text_key
 from .documents import check_keys, check_text, fit_bson, out
 from .duplicates import DuplicateStore
 from .errors import BadDocument, StorageUnavailable
+from .identity import lost_key
 from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_signed64, to_unsigned64
 
 log = logging.getLogger(__name__)
@@ -94,11 +95,24 @@ class PageStore(DuplicateStore):
 
     def _drop_claimed_texts(self, page_ids: list[str]) -> None:
         """The pages are in MongoDB now: their texts and dates kept with the dedup claims can go (else they expire)."""
+        if not page_ids:
+            return
+        keys = [key(self, page_id) for page_id in page_ids for key in (text_key, date_key)]
         try:
-            if page_ids:
-                self.redis.delete(*(key(self, page_id) for page_id in page_ids for key in (text_key, date_key)))
-        except redis.RedisError:
-            pass
+            if self.index.cluster:
+                self.redis.delete(*keys)
+                return
+            # the same round trip asks for a Redis data loss this process has not re-filled its pages for:
+            # one that makes no check for a while still puts these pages (saved after the refill read
+            # MongoDB) back into the index (storage/connection.py `_after_redis_outage`)
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.delete(*keys)
+            pipe.get(lost_key(self.config.key_prefix))
+            token = pipe.execute()[1]
+            if token is not None and token != self.loss_seen:
+                self._after_index_loss(token)
+        except (redis.RedisError, StorageUnavailable):
+            pass   # the next check meets the loss
 
     def _save_pages(self, docs: list[dict]) -> list[str]:
         """save_page for many: one find for the ids already held (by another URL: evidence protection), new

@@ -65,8 +65,13 @@ end
 
 # One round trip: exact check, candidate fetch from the k+1 block sets, Hamming filter, insert.
 # KEYS: ex bucket, own fp bucket, page counter, then the k+1 block sets of this fingerprint.
-# ARGV: prefix, exact field, page id (bytes), fp (8 bytes), member (signed decimal), k, insert flag (1/0).
-# Returns {0} (new, inserted if flag), {1, id, 0, fp} (exact), {2, id, distance, fp} (near).
+# ARGV: prefix, exact field, page id (bytes), fp (8 bytes), member (signed decimal), k, insert flag (1/0),
+# then optionally the loss guard: owner key, lost key, the loss token this process has re-filled for, the
+# loss window (s), a fresh token.
+# Returns {0, provisional} (new, inserted if flag), {1, id, 0, fp} (exact), {2, id, distance, fp} (near);
+# with the guard also {3, token} (the index lost its data: no owner key; the loss is recorded under the lost
+# key for the window) and {4, token} (a loss this process has not re-filled its pages for yet). A new page
+# decided while a loss is recorded is provisional (1): other processes may not have re-filled theirs yet.
 # Members are whole fingerprints as signed 64-bit integers (an intset: 8 bytes each); Lua numbers are
 # doubles, so a member is read as two exact 32-bit halves.
 CHECK_AND_INSERT_LUA = r"""
@@ -74,6 +79,18 @@ local prefix, efield, pid, fp, member = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV
 local k, insert = tonumber(ARGV[6]), ARGV[7] == '1'
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 local fpf = string.sub(fp, 2)
+local provisional = 0
+if ARGV[8] then
+  if redis.call('EXISTS', ARGV[8]) == 0 then
+    redis.call('SET', ARGV[9], ARGV[12], 'NX', 'EX', tonumber(ARGV[11]))
+    return {3, redis.call('GET', ARGV[9])}
+  end
+  local lost = redis.call('GET', ARGV[9])
+  if lost then
+    if lost ~= ARGV[10] then return {4, lost} end
+    provisional = 1
+  end
+end
 if redis.call('HEXISTS', KEYS[1], efield) == 1 then
   -- same content => same SimHash, so the owner is found under this fingerprint
   return {1, redis.call('HGET', KEYS[2], fpf) or '', 0, fp}
@@ -121,7 +138,7 @@ if insert then
   end
   redis.call('INCR', KEYS[3])
 end
-return {0}
+return {0, provisional}
 """
 
 # Take one page out if the index still points at it (a purge, a copy found late, or an entry whose
@@ -256,6 +273,8 @@ class DedupResult:
     distance: int = 0
     spooled: bool = False  # True when Redis was unreachable and the check waits in the spool
     original_simhash: int | None = None  # the original's fingerprint (for near duplicates)
+    provisional: bool = False  # new while a Redis data loss is recent (others' pages may not be back yet)
+    loss: bytes | None = None  # kind "lost": the index lost its data; "loss": one this process has not met yet
 
     @property
     def is_duplicate(self) -> bool:
@@ -314,17 +333,24 @@ class SimHashIndex:
         return k
 
     def check(self, page_id: str, content_hash: str, simhash: int, k: int | None = None,
-              insert: bool = True) -> DedupResult:
-        """Exact check, then nearest within k bits; insert when new and insert is True."""
+              insert: bool = True, guard: Sequence[Any] | None = None) -> DedupResult:
+        """Exact check, then nearest within k bits; insert when new and insert is True.
+
+        `guard` (one server): (owner key, lost key, loss token met, window s, fresh token): the same round
+        trip says a data loss (kind "lost": no owner key; "loss": a loss not met yet) instead of deciding,
+        and marks a new page decided while a loss is recent as provisional (see CHECK_AND_INSERT_LUA)."""
         k = self._served(k)
         bucket, field = exact_key_parts(content_hash)
         fpb = fp_bytes(simhash)
         if self.cluster:
             return self._check_cluster(encode_id(page_id), bucket, field, simhash, k, insert)
         res = self._check(keys=self._keys(simhash, bucket),
-                          args=[self.prefix, field, encode_id(page_id), fpb, _member(simhash), k, 1 if insert else 0])
+                          args=[self.prefix, field, encode_id(page_id), fpb, _member(simhash), k, 1 if insert else 0,
+                                *(guard or ())])
         if res[0] == 0:
-            return DedupResult("new")
+            return DedupResult("new", provisional=len(res) > 1 and res[1] == 1)
+        if res[0] in (3, 4):
+            return DedupResult("lost" if res[0] == 3 else "loss", loss=res[1] if len(res) > 1 else None)
         return DedupResult("exact" if res[0] == 1 else "near", decode_id(res[1]) if res[1] else None, int(res[2]),
                            original_simhash=int.from_bytes(res[3], "big"))
 
