@@ -357,6 +357,7 @@ class DistributedScheduler(Scheduler):
         sched.unacked: list[bytes] = []          # finished leases not yet removed (Redis was away)
         sched.popped: OrderedDict[bytes, None] = OrderedDict()   # digests of entries popped in this run
         sched.last_alive = 0.0
+        sched.alive_marked = False   # our alive mark was written once: finding it gone = Redis lost its data
         sched.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         sched.idle_since, sched.last_state = None, None
         sched.busy = True
@@ -384,21 +385,38 @@ class DistributedScheduler(Scheduler):
         return template % {"spider": self.spider.name}
 
     def open(self, spider: Any) -> None:
-        """Open queue and dupefilter, register this worker as busy, start the idle poll / heartbeat."""
-        super().open(spider)
+        """Open queue and dupefilter, register this worker as busy, start the idle poll / heartbeat. Redis
+        gone meanwhile (it answered in from_crawler): an outage like any later one, not a crash."""
+        try:
+            super().open(spider)   # its only Redis call is the last one (the queue's length)
+        except RedisError as exc:
+            if getattr(self, "df", None) is None:
+                raise
+            self._redis_failed("open", exc)
         if not isinstance(self.queue, ClaimingPriorityQueue):
             raise NotConfigured("DistributedScheduler needs SCHEDULER_QUEUE_CLASS = "
                                 "'crawler.distributed.ClaimingPriorityQueue'")
         self.workers = self._key(self.workers_key) if self.workers_key else ""
         self.inflight = self._key(self.inflight_key) if self.inflight_key and self.alive_key else ""
         self.alive = self._key(self.alive_key) if self.inflight else ""
+        self.failed = self._key(self.failed_key) if self.failed_key and self.inflight else ""
         self.queue.worker, self.queue.workers_key, self.queue.ttl = self.worker, self.workers, self.ttl
         self.queue.inflight_key = self.inflight
         self._beat = self.server.register_script(BEAT)
         self._idle = self.server.register_script(IDLE)
         self._reclaim = self.server.register_script(RECLAIM)
         self._fail_lease = self.server.register_script(FAIL_LEASE)
-        self.failed = self._key(self.failed_key) if self.failed_key and self.inflight else ""
+        self.last_claim = time.monotonic()
+        self.loop = task.LoopingCall(self.tick)
+        self.loop.start(self.poll, now=False)
+        self.joined = False
+        try:
+            self._join(spider)
+        except RedisError as exc:
+            self._redis_failed("open", exc)
+
+    def _join(self, spider: Any) -> None:
+        """Queue again what failed last time, mark this worker busy and alive, say what is queued."""
         if self.failed:
             again = self.server.register_script(MOVE_ALL)(keys=[self.failed, self.queue.key])
             if again:
@@ -407,11 +425,9 @@ class DistributedScheduler(Scheduler):
         if self.workers:
             self._beat(keys=[self.workers], args=[self.worker, int(self.ttl)])
         self.keep_alive(force=True)
-        self.last_claim = time.monotonic()
-        self.loop = task.LoopingCall(self.tick)
-        self.loop.start(self.poll, now=False)
         spider.logger.info("distributed worker %s on queue %s (%d queued)", self.worker, self.queue.key,
                            len(self.queue))
+        self.joined = True
 
     def close(self, reason: str) -> None:
         """Stop polling and leave the busy set; the shared queue and seen set persist for the others.
@@ -451,12 +467,28 @@ class DistributedScheduler(Scheduler):
         if not self.inflight or (not force and time.monotonic() - self.last_alive < self.ttl / 3):
             return
         self.round_trips += 2
-        self.server.zadd(self.alive, {self.worker: float(self.server.time()[0]) + self.ttl})
+        added = self.server.zadd(self.alive, {self.worker: float(self.server.time()[0]) + self.ttl})
+        if added and self.alive_marked:   # only close() removes our mark: Redis restarted empty (or was flushed)
+            self._data_lost()
+        self.alive_marked = True
         self.last_alive = time.monotonic()
         self.reclaim(drop_own=False)
         while self.unacked:
             self.server.zrem(self.inflight, self.unacked[0])
             self.unacked.pop(0)
+
+    def _data_lost(self) -> None:
+        """The queue's Redis lost its data (seen set, queue, leases): what this process remembers of it is
+        wrong now. Links queued and not yet fetched are gone; they are found again only by fetching again the
+        pages that link to them, so a URL this worker popped before may be fetched again in this run (its
+        outcome is recorded once: crawler.outcomes), and known fingerprints are pushed again."""
+        popped, known = len(self.popped), len(self.seen_cache)
+        self.popped.clear()
+        self.seen_cache.clear()
+        self._inc("distributed/redis_data_lost")
+        self.spider.logger.warning("distributed: the shared queue's Redis lost its data (queue, seen URLs, leases); "
+                                   "this worker forgets the %d request(s) it took and the %d URL(s) it knew as "
+                                   "seen: pages found again are fetched again", popped, known)
 
     def reclaim(self, drop_own: bool) -> int:
         """Queue again the leases of dead workers (and forget our own when idle); others' leases left.
@@ -616,6 +648,10 @@ class DistributedScheduler(Scheduler):
         self.hold_until = time.monotonic() + self.ttl
         self.last_alive = 0.0
         self.spider.logger.info("distributed: Redis answers again (unavailable for %.1f s)", took)
+        try:   # before the request just popped is judged: did Redis come back empty? (started in an outage: join)
+            self._join(self.spider) if not self.joined else self.keep_alive(force=True)
+        except RedisError:
+            pass   # the next tick refreshes the mark (last_alive is 0)
         self._wake()
 
     def _wake(self) -> None:

@@ -11,6 +11,12 @@ in Redis until the outcome of its page is written: `when_durable(callback)` call
 recorded so far is in the store (or its spool), flushing at once (a batch under way is followed by one
 with everything recorded meanwhile), so a SIGKILLed worker's unwritten outcomes belong to requests that
 another worker fetches again.
+
+A URL fetched twice in one run gets one outcome, the first: a distributed worker fetches a URL again when
+the shared queue's Redis lost its data (seen set and queue gone: a page fetched again finds its links
+again, some of them pages this worker already fetched). The recorder remembers a digest of every fetched
+URL of the run (in memory: no store or Redis call); the second fetch is counted (`zhdedup/fetched_again`).
+Only in distributed mode: the watch spider re-visits its listings every round, one outcome per visit.
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ logger = logging.getLogger(__name__)
 page_outcome = object()  # signal: url, outcome, reason, detail="", fetched=True
 FLUSH_EVERY = 500
 SEEN_MAX = 2_000_000  # unfetched URLs (depth limit, robots) remembered to record each once
+DIGEST = 12          # bytes of the blake2b digest a fetched URL is remembered by (one outcome per run)
 WAIT_SECONDS = 120   # a flush that must wait (closing) waits this long for a batch under way
 ATTR = "_zhdedup_outcomes"   # the crawler's OutcomeRecorder (crawler.distributed asks it before releasing leases)
 
@@ -38,6 +45,18 @@ ATTR = "_zhdedup_outcomes"   # the crawler's OutcomeRecorder (crawler.distribute
 def recorder_of(crawler) -> "OutcomeRecorder | None":
     """The crawler's OutcomeRecorder (None when outcomes are off)."""
     return getattr(crawler, ATTR, None)
+
+
+def _distributed(settings: Any) -> bool:
+    """The crawl's scheduler is the shared Redis queue (crawler.distributed)."""
+    from scrapy.utils.misc import load_object
+
+    from crawler.distributed import DistributedScheduler
+
+    try:
+        return issubclass(load_object(settings.get("SCHEDULER")), DistributedScheduler)
+    except (TypeError, ValueError, ImportError, AttributeError, NameError):
+        return False
 
 
 class _Batch:
@@ -61,7 +80,10 @@ class OutcomeRecorder:
         self.flush_every = flush_every
         self.buffer: list[dict] = []
         self.unfetched_seen: set[bytes] = set()
+        self.once = False   # one outcome per fetched URL and run even if fetched twice (distributed mode)
+        self.fetched_seen: set[bytes] = set()   # digests of the URLs fetched in this run that have an outcome
         self.fetched_outcomes = 0
+        self.fetched_again = 0   # outcomes not recorded: their URL had one in this run already
         self.recorded = 0   # outcomes recorded so far: outcome n (1-based) is durable once durable >= n
         self.durable = 0
         self.batches: list[_Batch] = []   # batches being written, in recording order
@@ -73,6 +95,7 @@ class OutcomeRecorder:
         if not crawler.settings.getbool("ZHDEDUP_OUTCOMES", True):
             raise NotConfigured("ZHDEDUP_OUTCOMES is off")
         ext = cls(crawler, crawler.settings.getint("ZHDEDUP_OUTCOMES_BATCH", FLUSH_EVERY))
+        ext.once = _distributed(crawler.settings)
         crawler.signals.connect(ext.page_outcome, signal=page_outcome)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
@@ -122,7 +145,17 @@ class OutcomeRecorder:
                      "detail": str(getattr(failure, "value", ""))[:500], "fetched": True})
 
     def record(self, doc: dict) -> None:
-        """Count the outcome and queue its record; a full batch goes to the store in a store thread."""
+        """Count the outcome and queue its record; a full batch goes to the store in a store thread. A fetched
+        URL that has an outcome in this run already (fetched again) keeps that one."""
+        if self.once and doc.get("fetched") and doc.get("url"):
+            key = hashlib.blake2b(str(doc["url"]).encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
+            if key in self.fetched_seen:
+                self.fetched_again += 1
+                self.crawler.stats.inc_value(stats.FETCHED_AGAIN)
+                logger.debug("%s was fetched again in this run (%s/%s); its first outcome stands", doc["url"],
+                             doc["outcome"], doc.get("reason") or "")
+                return
+            self.fetched_seen.add(key)
         self.crawler.stats.inc_value(stats.outcome(doc["outcome"]))
         self.fetched_outcomes += bool(doc.get("fetched"))
         self.buffer.append(doc)
@@ -207,7 +240,10 @@ class OutcomeRecorder:
         self.flush(wait=True)
         get = self.crawler.stats.get_value
         fetched = get(stats.FETCHED, 0) + get(stats.FETCH_FAILED, 0)
-        if fetched != self.fetched_outcomes:
+        if self.fetched_again:
+            logger.info("%d URL(s) were fetched a second time in this run (the shared queue's Redis lost its data?); "
+                        "each keeps its first outcome", self.fetched_again)
+        if fetched != self.fetched_outcomes + self.fetched_again:
             logger.warning("outcomes do not add up: %d URLs fetched, %d with an outcome (%s)", fetched,
                            self.fetched_outcomes, "a page may still have been in the pipelines at shutdown"
                            if reason != "finished" else "please report this")

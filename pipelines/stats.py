@@ -20,6 +20,7 @@ MATCHES_LICENSED = f"{PREFIX}/matches_licensed"    # matches of a source license
 EVIDENCE_MISSING = f"{PREFIX}/evidence_missing"    # matches whose evidence snapshot could not be written
 REPLACED_ORIGINAL = f"{PREFIX}/replaced_original"  # a copy published earlier took its original's place
 RESUME_REQUEUED = f"{PREFIX}/resume/requeued"
+FETCHED_AGAIN = f"{PREFIX}/fetched_again"   # URLs fetched a second time in one run (their first outcome stands)
 LIST_PAGES = f"{PREFIX}/list_pages"     # pages read for their links only
 SITEMAPS = f"{PREFIX}/sitemaps"
 FEEDS = f"{PREFIX}/feeds"

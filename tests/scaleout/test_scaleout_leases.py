@@ -110,3 +110,66 @@ def test_no_worker_is_declared_dead_right_after_an_outage(redis_var):
     finally:
         a.close("finished")
         b.close("finished")
+
+
+def _kill(var) -> None:
+    """SIGKILL the embedded Redis and wait until it is gone."""
+    from storage import servers as srv
+
+    pid = srv.info(var, "redis").pid
+    os.kill(pid, signal.SIGKILL)
+    while srv.pid_alive(pid, "redis"):
+        time.sleep(0.02)
+
+
+def test_after_redis_lost_its_data_a_page_found_again_is_fetched_again(redis_var):
+    """Redis SIGKILLed and back EMPTY (queue, seen set and leases gone): the links A's page had queued are
+    lost with the queue, so when another worker queues that page again (its start request), A, which fetched
+    it before the loss, fetches it again instead of skipping it as its own: else its links are never found
+    again and the next run skips the page as seen (seed 408 lost a whole site this way)."""
+    from storage import servers as srv
+
+    var, url = redis_var
+    a, b = _scheduler(url), _scheduler(url)
+    start = "http://127.0.0.1:1/"
+    try:
+        assert a.enqueue_request(scrapy.Request(start)) is True
+        got = a.next_request()
+        assert got is not None and got.url == start
+        assert a.enqueue_request(scrapy.Request("http://127.0.0.1:1/list/0.html")) is True   # a link it found
+        a.request_done(got)
+        _kill(var)
+        assert a.next_request() is None                 # A sees the outage
+        assert srv.ensure(var, "redis").uri == url
+        redis.Redis.from_url(url).flushall()            # ... and Redis comes back with nothing
+        assert b.enqueue_request(scrapy.Request(start)) is True   # B's start(): the seen set is empty
+        again = a.next_request()
+        assert again is not None and again.url == start  # fetched again: its links are found again
+        assert a.enqueue_request(scrapy.Request("http://127.0.0.1:1/list/0.html")) is True   # not "known"
+        assert a.stats.get_value("distributed/redis_data_lost") == 1
+    finally:
+        a.close("finished")
+        b.close("finished")
+
+
+def test_a_url_fetched_twice_in_one_run_keeps_one_outcome(redis_var):
+    """A distributed worker that fetches a URL again in its run (Redis lost the seen set, the page that links
+    to it was fetched again) records its outcome once: the first stands, the second fetch is counted."""
+    from crawler.outcomes import OutcomeRecorder
+    from pipelines.drops import DuplicateItem
+
+    var, url = redis_var
+    sched = _scheduler(url)
+    try:
+        recorder = OutcomeRecorder.from_crawler(sched.crawler)
+        item = {"url": "http://127.0.0.1:1/news/7.html"}
+        drop = DuplicateItem("exact", "p1", "http://127.0.0.1:2/news/1.html", distance=0)
+        recorder.item_dropped(item, exception=drop)
+        recorder.item_dropped(item, exception=DuplicateItem("exact", "p1", drop.original_url, distance=0, known=True))
+        recorder.item_dropped({"url": "http://127.0.0.1:1/news/8.html"}, exception=drop)
+        assert [d["url"] for d in recorder.buffer] == [item["url"], "http://127.0.0.1:1/news/8.html"]
+        assert recorder.fetched_outcomes == 2 and recorder.fetched_again == 1
+        assert sched.stats.get_value("zhdedup/fetched_again") == 1
+        assert sched.stats.get_value("zhdedup/outcome/duplicate") == 2
+    finally:
+        sched.close("finished")
