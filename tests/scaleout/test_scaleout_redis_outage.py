@@ -13,7 +13,7 @@ import scrapy
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.test import get_crawler
 
-from crawler.distributed import DistributedScheduler, distributed_settings
+from crawler.distributed import DistributedScheduler, distributed_settings, dumps
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -72,5 +72,46 @@ def test_requests_wait_locally_while_redis_is_down(tmp_path):
         sched.close("finished")
         r = redis.Redis.from_url(url)
         r.delete(*r.keys("tout:*"))
+    finally:
+        srv.stop(var, ("redis",))
+
+
+def test_redis_gone_between_start_and_open_is_an_outage_not_a_crash(tmp_path):
+    """Redis answers when the scheduler is built and is gone when it opens (a crawler started in the middle of
+    a Redis restart; invariant seed 418 ended 'Engine slot not assigned', exit 1): open() enters the outage,
+    and once Redis is back the worker joins (alive mark, requests that failed last time queued again)."""
+    from storage import servers as srv
+
+    var = tmp_path / "var"
+    url = srv.ensure(var, "redis").uri
+    try:
+        settings = {**distributed_settings(url, "tout:", idle_close_seconds=0),
+                    "REQUEST_FINGERPRINTER_CLASS": "crawler.urls.CanonicalRequestFingerprinter",
+                    "DISTRIBUTED_POLL_SECONDS": 3600}
+        crawler = get_crawler(OutageSpider, settings)
+        spider = OutageSpider.from_crawler(crawler)
+        crawler.spider = spider
+        sched = DistributedScheduler.from_crawler(crawler)
+        failed_last_time = "http://127.0.0.1:1/news/2018/1101/10003.html"
+        entry = dumps(scrapy.Request(failed_last_time).to_dict(spider=spider))   # as the queue holds it
+        redis.Redis.from_url(url).zadd(settings["DISTRIBUTED_FAILED_KEY"] % {"spider": spider.name}, {entry: 0})
+        redis.Redis.from_url(url).save()
+        os.kill(srv.info(var, "redis").pid, signal.SIGKILL)
+        while srv.pid_alive(srv.info(var, "redis").pid, "redis"):
+            time.sleep(0.05)
+
+        sched.open(spider)                               # no exception: an outage
+        assert sched.redis_down and not sched.joined
+        assert sched.next_request() is None
+
+        assert srv.ensure(var, "redis").uri == url
+        got = sched.next_request() or sched.next_request()   # Redis answers: the worker joins; a pop gets it
+        assert sched.joined and not sched.redis_down
+        assert got is not None and got.url == failed_last_time
+        sched.close("finished")
+        r = redis.Redis.from_url(url)
+        keys = r.keys("tout:*")
+        if keys:
+            r.delete(*keys)
     finally:
         srv.stop(var, ("redis",))
