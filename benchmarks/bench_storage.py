@@ -144,6 +144,7 @@ def settled_memory(r, wait_s: float = 120.0) -> int:
 def redis_run(items: list[tuple[str, str, int]], measure: int, url: str | None = None) -> dict:
     """Bulk-load then time Store.check_and_insert against a real Redis; memory per indexed page."""
     from storage import StoreConfig
+    from storage.identity import Identity, owner_key
     from storage import servers as srv
     from storage.redis_index import CHECK_AND_INSERT_LUA
     from storage.store import Store
@@ -164,6 +165,8 @@ def redis_run(items: list[tuple[str, str, int]], measure: int, url: str | None =
         t0 = time.perf_counter()
         store.index.add_many(items[: len(items) - measure])  # distinct random pages: all originals
         load_s = time.perf_counter() - t0
+        # whose index it is, as open_store records it (without it every check reads "the index lost its data")
+        r.set(owner_key(cfg.key_prefix), Identity("bench", 1).encode())
         settled_memory(r)
         if not store.index.cluster:
             r.script_load(CHECK_AND_INSERT_LUA)  # as the first EVALSHA of a store would after NOSCRIPT

@@ -47,6 +47,7 @@ REDIS_TRANSIENT_REPLIES = ("MISCONF", "READONLY", "LOADING", "BUSY", "MASTERDOWN
 _TRANSIENT_REPLY = re.compile(r"(?:^|\s-)(?:%s)\b" % "|".join(REDIS_TRANSIENT_REPLIES))
 RESTART_EVERY = 1.0  # seconds between restart attempts of a dead embedded server, for as long as it is down
 SETTLE = 2.0         # an outage is only over (and reported) after this long without a new failure
+LOSS_WINDOW_MAX = 3600   # seconds: a Redis data loss is recorded at most this long (phantom_seconds may be inf)
 
 
 def is_transient(name: str, exc: BaseException) -> bool:
@@ -173,6 +174,7 @@ class Connection:
         self.undecided: set[str] = set()   # pages kept with their dedup decision in the spool: not re-indexed
         # the Redis data loss (its token under `lost`) this process has re-filled its pages in flight for
         self.loss_seen: bytes = b""
+        self.replaying = False   # the spool replay is deciding (its decisions are final: storage/maintenance.py)
         self._connect_mongo()
         self._connect_redis()
 
@@ -359,7 +361,7 @@ class Connection:
 
     def _loss_window(self) -> int:
         """Seconds a Redis data loss is recorded: decisions meanwhile are provisional (pages in flight elsewhere)."""
-        return max(1, math.ceil(self.config.phantom_seconds))
+        return max(1, math.ceil(min(self.config.phantom_seconds, LOSS_WINDOW_MAX)))
 
     def loss_guard(self) -> tuple[Any, ...] | None:
         """The check script's data-loss guard (redis_index.CHECK_AND_INSERT_LUA; one server only): no extra

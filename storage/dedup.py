@@ -41,9 +41,10 @@ class DedupStore(Connection):
             if res.kind in ("lost", "loss"):   # lost again and again: decided by the replay
                 self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
                 return DedupResult("new", spooled=True)
-            if res.provisional:
+            if res.provisional and not self.replaying:
                 # a data loss is recent: another crawler may not have put its pages in flight back yet, so this
                 # page, kept and indexed as new, is decided again by the spool replay against the whole index
+                # (the replay's own decisions stand: spooled again, they would wait for a later open)
                 self._spool("recheck", page_id=page_id, k=k, why="found new while the index is re-filled after "
                             "a Redis data loss")
                 res = DedupResult("new")

@@ -358,14 +358,18 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         except StorageUnavailable as e:
             log.warning("index repair skipped: %s", e)
         replay = _Replay(self, pending)
-        for entry in entries:
-            try:
-                if self._replay_one(entry["op"], entry["args"], replay, stats) is not False:
-                    stats["replayed"] += 1
-            except (StorageUnavailable, PyMongoError, redis.RedisError) as e:
-                stats["failed"] += 1
-                log.warning("replay of %s failed (%s); kept in the spool", entry["op"], e)
-                self._spool(entry["op"], **entry["args"])
+        self.replaying = True
+        try:
+            for entry in entries:
+                try:
+                    if self._replay_one(entry["op"], entry["args"], replay, stats) is not False:
+                        stats["replayed"] += 1
+                except (StorageUnavailable, PyMongoError, redis.RedisError) as e:
+                    stats["failed"] += 1
+                    log.warning("replay of %s failed (%s); kept in the spool", entry["op"], e)
+                    self._spool(entry["op"], **entry["args"])
+        finally:
+            self.replaying = False
         for c in claimed:
             self.spool.done(c)
         if stats["replayed"] or stats["failed"]:

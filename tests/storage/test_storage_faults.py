@@ -471,15 +471,17 @@ def test_a_redis_data_loss_is_met_by_every_crawler_before_it_decides(var):
                      "text": "late", "site": "t"})                  # B's save meets the loss: its page is back
         assert crawl(a, "c2", story(12)[0], story(1)[1] ^ 1 << 40) == "near"   # B's page is found now
         assert a.duplicates.find_one({"url": "http://t/c2"})["original_id"] == late
+        assert crawl(a, "n0", *story(20)) == "new"                       # a new story in the window: provisional
     finally:
         a.close()
         b.close()
     st = open_store(c)                                              # the next run replays A's provisional page
     try:
-        assert sorted(p["url"] for p in st.pages.find()) == ["http://t/late", "http://t/p0"]
+        assert sorted(p["url"] for p in st.pages.find()) == ["http://t/late", "http://t/n0", "http://t/p0"]
         dups = {d["url"]: d["original_id"] for d in st.duplicates.find()}
         assert dups["http://t/c0"] == st.page_by_url("http://t/p0")["_id"]
         assert dups["http://t/c1"] == late and dups["http://t/c2"] == late
+        assert st.spool.count() == 0   # the replay's own decisions stand (inside the loss window too)
     finally:
         st.drop_all()
         st.close()
