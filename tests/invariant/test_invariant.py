@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400),
 # tests/invariant/harness.make_plan). Seeds 2, 8 and 14 (embedded) hold too; they run in the benchmark
 # (python -m benchmarks.bench_invariant --seed 2 --kind embedded --fault none) to keep the suite short.
 # Seed 315 (cluster, crawler_kill, distributed) is NOT held yet under load: a near copy of a page displaced by
-# a passage copy can be kept as a story of its own (the displaced page's SimHash entry is gone); replay it with
+# a passage copy can be kept as a story of its own (suspected: the displaced page's SimHash entry is gone); replay with
 # --seed 315 --kind cluster --fault crawler_kill (issue 31, open).
 CASES = [
     (10, "embedded", "crawler_kill"),   # SIGKILLed after 9 stored pages; worker process
