@@ -27,14 +27,19 @@ class OutageSpider(scrapy.Spider):
         """Unused: nothing is downloaded here."""
 
 
-def _scheduler(url: str) -> tuple[DistributedScheduler, scrapy.Spider]:
+def _built(url: str) -> tuple[DistributedScheduler, scrapy.Spider]:
+    """A scheduler built for a real spider, not opened yet."""
     settings = {**distributed_settings(url, "tout:", idle_close_seconds=0),
                 "REQUEST_FINGERPRINTER_CLASS": "crawler.urls.CanonicalRequestFingerprinter",
                 "DISTRIBUTED_POLL_SECONDS": 3600}
     crawler = get_crawler(OutageSpider, settings)
     spider = OutageSpider.from_crawler(crawler)
     crawler.spider = spider
-    sched = DistributedScheduler.from_crawler(crawler)
+    return DistributedScheduler.from_crawler(crawler), spider
+
+
+def _scheduler(url: str) -> tuple[DistributedScheduler, scrapy.Spider]:
+    sched, spider = _built(url)
     sched.open(spider)
     return sched, spider
 
@@ -85,16 +90,10 @@ def test_redis_gone_between_start_and_open_is_an_outage_not_a_crash(tmp_path):
     var = tmp_path / "var"
     url = srv.ensure(var, "redis").uri
     try:
-        settings = {**distributed_settings(url, "tout:", idle_close_seconds=0),
-                    "REQUEST_FINGERPRINTER_CLASS": "crawler.urls.CanonicalRequestFingerprinter",
-                    "DISTRIBUTED_POLL_SECONDS": 3600}
-        crawler = get_crawler(OutageSpider, settings)
-        spider = OutageSpider.from_crawler(crawler)
-        crawler.spider = spider
-        sched = DistributedScheduler.from_crawler(crawler)
+        sched, spider = _built(url)
         failed_last_time = "http://127.0.0.1:1/news/2018/1101/10003.html"
         entry = dumps(scrapy.Request(failed_last_time).to_dict(spider=spider))   # as the queue holds it
-        redis.Redis.from_url(url).zadd(settings["DISTRIBUTED_FAILED_KEY"] % {"spider": spider.name}, {entry: 0})
+        redis.Redis.from_url(url).zadd(sched.failed_key % {"spider": spider.name}, {entry: 0})
         redis.Redis.from_url(url).save()
         os.kill(srv.info(var, "redis").pid, signal.SIGKILL)
         while srv.pid_alive(srv.info(var, "redis").pid, "redis"):
