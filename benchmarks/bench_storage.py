@@ -165,8 +165,10 @@ def redis_run(items: list[tuple[str, str, int]], measure: int, url: str | None =
         t0 = time.perf_counter()
         store.index.add_many(items[: len(items) - measure])  # distinct random pages: all originals
         load_s = time.perf_counter() - t0
-        # whose index it is, as open_store records it (without it every check reads "the index lost its data")
+        # whose index it is and, on a cluster, every slot whole, as a repair records them (without them every
+        # check reads "the index lost its data")
         r.set(owner_key(cfg.key_prefix), Identity("bench", 1).encode())
+        store.index.mark_whole()
         settled_memory(r)
         if not store.index.cluster:
             r.script_load(CHECK_AND_INSERT_LUA)  # as the first EVALSHA of a store would after NOSCRIPT

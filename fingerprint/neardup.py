@@ -263,6 +263,7 @@ class MemoryDedupIndex:
     exact: dict[str, str] = field(default_factory=dict)
     postings: dict[int, list[str]] = field(default_factory=dict)
     claims: dict[str, int] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)   # displaced page -> the page that displaced it
 
     def __post_init__(self) -> None:
         self.simhashes = HammingIndex(check_k(self.k))
@@ -271,13 +272,12 @@ class MemoryDedupIndex:
     def check_and_insert(self, doc: DedupDoc) -> IndexHit:
         """Exact, then nearest within k; insert when new."""
         owner = self.exact.get(doc.content_hash)
-        if owner == doc.page_id:
-            return IndexHit("unchanged", owner)
         if owner is not None:
-            return IndexHit("exact", owner)
+            owner = self.resolve(owner)
+            return IndexHit("unchanged" if owner == doc.page_id else "exact", owner)
         near = self.simhashes.nearest(doc.simhash, self.k)
         if near is not None and near[0] != doc.page_id:
-            return IndexHit("near", near[0], near[1])
+            return IndexHit("near", self.resolve(near[0]), near[1])
         self._insert(doc)
         return IndexHit("new")
 
@@ -330,16 +330,26 @@ class MemoryDedupIndex:
         """Never called: an index in memory always answers."""
 
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> str | None:
-        """Swap the kept page: old_id out, doc in (with a fresh claim)."""
-        old = self.kept.get(old_id)
-        if old is not None:
-            self.forget(old)
+        """Swap the kept page: doc in (with a fresh claim); old_id's exact and SimHash entries answer for doc
+        from now on (its text still stands for the story), its passage claim goes."""
         self._insert(doc)
         self.claim_sketch(doc, len(doc.sketch) + 1)
+        old = self.kept.pop(old_id, None)
+        if old is not None:
+            for v in dict.fromkeys(old.sketch):
+                ids = self.postings.get(v, [])
+                if old_id in ids:
+                    ids.remove(old_id)
+            self.claims.pop(old_id, None)
+        self.aliases[old_id] = doc.page_id
         return None
 
     def resolve(self, page_id: str) -> str:
-        """Every displaced page left this index at once: a page stands for itself."""
+        """The page that stands for page_id: itself, or the page that displaced it (to the end of the chain)."""
+        seen = {page_id}
+        while page_id in self.aliases and self.aliases[page_id] not in seen:
+            page_id = self.aliases[page_id]
+            seen.add(page_id)
         return page_id
 
 

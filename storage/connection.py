@@ -348,7 +348,8 @@ class Connection:
         re-fills its own pages in flight on its next check or save (they may never have seen Redis fail),
         and a page found new meanwhile is decided again by the spool replay (`loss_guard`)."""
         prefix = self.config.key_prefix
-        if self._retry("redis", self.redis.get, owner_key(prefix)) is None:
+        if self._retry("redis", self.redis.get, owner_key(prefix)) is None or \
+                self._retry("redis", self.index.lost_slots):   # one server / a cluster node came back empty
             self._retry("redis", self.redis.set, lost_key(prefix), uuid.uuid4().hex, nx=True, ex=self._loss_window())
         token = self._retry("redis", self.redis.get, lost_key(prefix)) or b""
         lost = self.index.count() is None
@@ -363,11 +364,9 @@ class Connection:
         """Seconds a Redis data loss is recorded: decisions meanwhile are provisional (pages in flight elsewhere)."""
         return max(1, math.ceil(min(self.config.phantom_seconds, LOSS_WINDOW_MAX)))
 
-    def loss_guard(self) -> tuple[Any, ...] | None:
-        """The check script's data-loss guard (redis_index.CHECK_AND_INSERT_LUA; one server only): no extra
-        round trip, the script reads two more keys."""
-        if self.index.cluster:
-            return None
+    def loss_guard(self) -> tuple[Any, ...]:
+        """The check script's data-loss guard (redis_index.CHECK_AND_INSERT_LUA: no extra round trip, the
+        script reads two more keys; on a cluster every script reads its slot's marker, storage/sentinels.py)."""
         prefix = self.config.key_prefix
         return (owner_key(prefix), lost_key(prefix), self.loss_seen, self._loss_window(), uuid.uuid4().hex)
 
@@ -376,7 +375,8 @@ class Connection:
         Redis fail): re-fill the index from MongoDB and this process's pages in flight, once per loss."""
         with self._recover_locks["redis"]:
             if token is not None and token == self.loss_seen and \
-                    self._retry("redis", self.redis.exists, owner_key(self.config.key_prefix)):
+                    self._retry("redis", self.redis.exists, owner_key(self.config.key_prefix)) and \
+                    not self._retry("redis", self.index.lost_slots):
                 return   # another thread of this process did it
             t = time.monotonic()
             what = self._after_redis_outage()

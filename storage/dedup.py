@@ -8,7 +8,7 @@ from pymongo.errors import PyMongoError
 
 from .connection import Connection
 from .dedup_index import TEXT_TTL, text_key
-from .errors import StorageUnavailable
+from .errors import IndexLost, StorageUnavailable
 from .redis_index import DedupResult
 from .schema import id_age_seconds, new_id, to_oid
 
@@ -41,6 +41,8 @@ class DedupStore(Connection):
             if res.kind in ("lost", "loss"):   # lost again and again: decided by the replay
                 self._spool("index", page_id=page_id, content_hash=content_hash, simhash=simhash, k=k)
                 return DedupResult("new", spooled=True)
+            if res.kind == "new" and res.loss is not None:   # a cluster: a loss met after deciding, re-fill now
+                self._after_index_loss(res.loss)
             if res.provisional and not self.replaying:
                 # a data loss is recent: another crawler may not have put its pages in flight back yet, so this
                 # page, kept and indexed as new, is decided again by the spool replay against the whole index
@@ -91,7 +93,15 @@ class DedupStore(Connection):
         Raises StorageUnavailable with Redis away: the caller (RedisDedupIndex) queues the page's whole
         decision for the spool replay instead of calling it new.
         """
-        return self._retry("redis", self.sketches.claim, page_id, values, min_shared)
+        try:
+            return self._retry("redis", self.sketches.claim, page_id, values, min_shared, self.loss_guard())
+        except IndexLost as e:   # a cluster slot came back empty mid-claim: re-fill, then claim once more
+            self._after_index_loss(e.token)
+        try:
+            return self._retry("redis", self.sketches.claim, page_id, values, min_shared, self.loss_guard())
+        except IndexLost as e:
+            raise StorageUnavailable("redis", "a Redis Cluster node lost the index's data twice during one "
+                                     "passage claim") from e
 
     def _refill_inflight(self) -> int:
         """After a Redis data loss: re-add the pages this process indexed lately that the index lacks, with
@@ -119,12 +129,14 @@ class DedupStore(Connection):
         self._retry("redis", self.index.remove, page_id, content_hash, simhash)
 
     def _is_phantom(self, page_id: str | None) -> bool:
-        """True for an index entry older than phantom_seconds whose page MongoDB does not have."""
+        """True for an index entry older than phantom_seconds whose page MongoDB does not have (and that no
+        displacement names: entries of a displaced page answer for the page that stands, as its copies do)."""
         age = id_age_seconds(page_id)
         if age is None or age < self.config.phantom_seconds:
             return False  # not our id, or its crawler may still be saving it
         try:
             return self.pages.find_one({"_id": to_oid(page_id)}, {"_id": 1}) is None \
+                and self.demotions.find_one({"_id": str(page_id)}, {"_id": 1}) is None \
                 and not self.spool.count()
         except PyMongoError:
             return False

@@ -28,3 +28,11 @@ class StorageUnavailable(StorageError):
 
 class BadDocument(StorageError, ValueError):
     """A document cannot be stored as given (too large, invalid text, odd keys); nothing was written."""
+
+
+class IndexLost(StorageError):
+    """A Redis Cluster slot came back empty under a decision (storage/sentinels.py): re-fill, then decide again."""
+
+    def __init__(self, token: bytes | None) -> None:
+        self.token = token   # the loss as recorded under the lost key (storage/connection.py)
+        super().__init__("a Redis Cluster node lost the index's data during a passage claim")

@@ -2,6 +2,7 @@
 replaying the spool written while a server was away."""
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import fields, replace
@@ -10,6 +11,7 @@ from typing import Any, Iterable
 import redis
 from bson import ObjectId
 from pymongo.errors import PyMongoError
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS
 
 from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams, Verdict, publish_date
 
@@ -33,12 +35,22 @@ LOST_ALLOWANCE = 100   # pages the index may count beyond MongoDB's (in flight: 
 class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore):
     """Whole-store operations over pages, duplicates, matches and both indexes."""
 
-    def _indexable(self, query: dict | None = None) -> Iterable[tuple[str, str, int]]:
-        cur = self.pages.find(query or {"content_hash": {"$type": "string"}, "simhash": {"$ne": None}},
-                              {"_id": 1, "content_hash": 1, "simhash": 1}).batch_size(5000)
-        for d in cur:
+    def _indexable(self) -> Iterable[tuple[str, str, int]]:
+        """(page id, content hash, SimHash) of every index entry MongoDB implies: the kept pages, then the
+        displaced ones, whose entries answer for the page that displaced them (pages.py `_hand_over`)."""
+        wanted = {"content_hash": {"$type": "string"}, "simhash": {"$ne": None}}
+        for d in self.pages.find(wanted, {"_id": 1, "content_hash": 1, "simhash": 1}).batch_size(5000):
             if isinstance(d.get("content_hash"), str) and isinstance(d.get("simhash"), int):
                 yield str(d["_id"]), d["content_hash"], to_unsigned64(d["simhash"])
+        for d in self.duplicates.find({"replaced_by_earlier": True, **wanted},
+                                      {"original_id": 1, "content_hash": 1, "simhash": 1}).batch_size(5000):
+            if isinstance(d.get("content_hash"), str) and isinstance(d.get("simhash"), int) and d.get("original_id"):
+                yield str(d["original_id"]), d["content_hash"], to_unsigned64(d["simhash"])
+
+    def _index_size(self) -> int:
+        """Index entries MongoDB implies (`_indexable`): kept pages and displaced ones."""
+        return self._retry("mongo", self.pages.count_documents, {}) + \
+            self._retry("mongo", self.duplicates.count_documents, {"replaced_by_earlier": True})
 
     def rebuild_index(self) -> int:
         """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change), one process at a time."""
@@ -61,6 +73,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         if docs:   # indexed before MongoDB went away: they stay indexed
             n += self._retry("redis", self.index.add_many, [(d.page_id, d.content_hash, d.simhash) for d in docs])
             self._retry("redis", self.sketches.add_many, [(d.page_id, d.sketch) for d in docs if d.sketch])
+        self._retry("redis", self.index.mark_whole)
         self._mark_owner()
         return n
 
@@ -89,13 +102,13 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         return added
 
     def _reconcile_index(self, exclude: set[str], saving: dict[str, dict] | None) -> int:
-        stored = self._retry("mongo", self.pages.count_documents, {})
+        stored = self._index_size()
         if self._index_problem(stored) is None:
-            added = self._refill(exclude, stored)
+            added = self._refill(exclude, stored, self._retry("redis", self.index.lost_slots))
             self._mark_owner(only_update=True)   # this generation; never over a rebuild under way
             return added
         with self._repair_lock().held():
-            stored = self._retry("mongo", self.pages.count_documents, {})
+            stored = self._index_size()
             problem = self._index_problem(stored)   # decided again: another process may have repaired it meanwhile
             t = time.monotonic()
             if problem is not None and problem[0] == "rebuild":
@@ -109,7 +122,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                     "the Redis index at %s %s: dropped %s entries of pages MongoDB lacks (older than %.0f s: "
                     "not in flight) in %.1f s", mask_credentials(self.redis_url), problem[1], f"{dropped:,}",
                     self.config.phantom_seconds, time.monotonic() - t)
-            added = self._refill(exclude, stored)
+            added = self._refill(exclude, stored, self._retry("redis", self.index.lost_slots))
             self._mark_owner()
             return added
 
@@ -128,12 +141,18 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             log.warning("finished %d displacements left half done (a crawler stopped mid-way)", done)
         return done
 
-    def _refill(self, exclude: set[str], stored: int) -> int:
-        """Re-add, kind by kind, what the index lacks (idempotent, nothing removed); returns pages re-added."""
+    def _refill(self, exclude: set[str], stored: int, lost_slots: int = 0) -> int:
+        """Re-add, kind by kind, what the index lacks (idempotent, nothing removed); returns pages re-added.
+        `lost_slots`: cluster slots that came back empty (storage/sentinels.py): counts cannot tell what a
+        third of the index lost, so everything is re-added; the slots are marked whole only after that."""
         self._retry("redis", self.index.mark_layout)
-        added = self._repair_simhash(exclude, stored)
-        self._repair_sketches()
+        added = self._repair_simhash(exclude, stored, force=bool(lost_slots))
+        self._repair_sketches(force=bool(lost_slots))
         self._repair_seeds()
+        if lost_slots:
+            self._retry("redis", self.index.mark_whole)
+            (log.info if lost_slots == REDIS_CLUSTER_HASH_SLOTS else log.warning)(   # all: a new index, or all lost
+                "%d Redis Cluster slots had no marker (came back empty): index re-filled from MongoDB", lost_slots)
         return added
 
     def _repair_lock(self) -> RepairLock:
@@ -195,8 +214,11 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         def held_ones() -> None:   # one scan of MongoDB's ids: far cheaper than $in lookups of each
             held.clear()
             held_exact.clear()
-            for d in self.pages.find({}, {"_id": 1, "content_hash": 1}).batch_size(5000):
-                held.add(str(d["_id"]))
+            pages = self.pages.find({}, {"_id": 1, "content_hash": 1}).batch_size(5000)
+            displaced = self.duplicates.find({"replaced_by_earlier": True}, {"_id": 0, "content_hash": 1})
+            for d in itertools.chain(pages, displaced.batch_size(5000)):   # a displaced page's entries stay
+                if "_id" in d:
+                    held.add(str(d["_id"]))
                 if isinstance(d.get("content_hash"), str):
                     try:
                         held_exact.add(exact_key_parts(d["content_hash"]))
@@ -226,21 +248,22 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         self._retry("redis", self.index.add_many, (p for p in self._indexable() if p[0] not in keep))
         return len(lost)
 
-    def _repair_simhash(self, exclude: set[str], stored: int) -> int:
-        """Re-add pages MongoDB has (`stored` of them) and the exact/SimHash tables lost."""
+    def _repair_simhash(self, exclude: set[str], stored: int, force: bool = False) -> int:
+        """Re-add pages MongoDB has (`stored` of them) and the exact/SimHash tables lost (all of them: `force`)."""
         indexed = self._retry("redis", self.index.count)
         stored -= len(exclude)
-        if stored <= 0 or (indexed is not None and indexed >= stored):
+        if stored <= 0 or (indexed is not None and indexed >= stored and not force):
             return 0
         t = time.monotonic()
         self._retry("redis", self.index.add_many, (p for p in self._indexable() if p[0] not in exclude))
         log.warning("Redis exact/SimHash index had %s pages, MongoDB %s: re-added in %.2f s",
                     indexed or 0, stored, time.monotonic() - t)
-        return stored - (indexed or 0)
+        return max(0, stored - (indexed or 0))
 
-    def _repair_sketches(self) -> int:
-        """Re-claim kept pages' passage sketches when Redis has none and MongoDB has some."""
-        if self._retry("redis", self.sketches.claimed_any):
+    def _repair_sketches(self, force: bool = False) -> int:
+        """Re-claim kept pages' passage sketches when Redis has none (or lost some: `force`) and MongoDB has
+        some. Re-claimed pages that kept theirs hold two records each (later claims still come after both)."""
+        if not force and self._retry("redis", self.sketches.claimed_any):
             return 0
         if self._retry("mongo", self.pages.find_one, {"sketch": {"$type": "array"}}, {"_id": 1}) is None:
             return 0
@@ -268,7 +291,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         sources = self._retry("mongo", self.sources.count_documents, {})
         with_sketch = self._retry("mongo", self.pages.count_documents, {"sketch": {"$type": "array"}})
         return {
-            "simhash": {"mongo": self._retry("mongo", self.pages.count_documents, {}),
+            "simhash": {"mongo": self._index_size(),
                         "redis": self._retry("redis", self.index.count) or 0},
             "sketches": {"mongo": with_sketch, "redis": with_sketch if self._retry("redis", self.sketches.claimed_any)
                          else 0},

@@ -99,16 +99,17 @@ class PageStore(DuplicateStore):
             return
         keys = [key(self, page_id) for page_id in page_ids for key in (text_key, date_key)]
         try:
+            # the same round trip (a second one on a cluster) asks for a Redis data loss this process has not
+            # re-filled its pages for: one that makes no check for a while still puts these pages (saved after
+            # the refill read MongoDB) back into the index (storage/connection.py `_after_redis_outage`)
             if self.index.cluster:
                 self.redis.delete(*keys)
-                return
-            # the same round trip asks for a Redis data loss this process has not re-filled its pages for:
-            # one that makes no check for a while still puts these pages (saved after the refill read
-            # MongoDB) back into the index (storage/connection.py `_after_redis_outage`)
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.delete(*keys)
-            pipe.get(lost_key(self.config.key_prefix))
-            token = pipe.execute()[1]
+                token = self.redis.get(lost_key(self.config.key_prefix))
+            else:
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.delete(*keys)
+                pipe.get(lost_key(self.config.key_prefix))
+                token = pipe.execute()[1]
             if token is not None and token != self.loss_seen:
                 self._after_index_loss(token)
         except (redis.RedisError, StorageUnavailable):
@@ -344,7 +345,7 @@ class PageStore(DuplicateStore):
                                "method": marker["method"], "distance": marker.get("distance"),
                                "coverage": marker.get("coverage"), "site": old.get("site"), "title": old.get("title"),
                                "fetched": old.get("fetched"), "content_hash": old.get("content_hash"),
-                               "replaced_by_earlier": True})
+                               "simhash": old.get("simhash"), "replaced_by_earlier": True})
         self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
         # its entries go before the page does: a crawler killed in between leaves the page held (the next open
@@ -354,12 +355,18 @@ class PageStore(DuplicateStore):
         self.settle_copies([str(old["_id"])])
 
     def _hand_over(self, old: dict, marker: dict) -> None:
-        """The displaced page's index entries go to the page that displaced it, with no moment in between
-        without either (a copy checked then would be kept); unless that page was itself displaced since
-        (its displacer indexed the page that stands now): then the old entries just go."""
+        """The page that displaced another is indexed, and the displaced page's exact and SimHash entries
+        answer for it, with no moment in between without either (a copy checked then would be kept); its
+        text still stands for the story, so a later copy of it is that page's copy. If the displacing page
+        was itself displaced since (its displacer indexed the page that stands now), or this is a forward,
+        the old entries answer for the page that stands. Its passage claim goes: the new one says it."""
         by, keys = marker["by"], marker.get("by_keys")
-        if not keys or self.resolve_original(by)[0] != by:
-            self._unindex(old)
+        standing = self.resolve_original(by)[0]
+        if not keys or standing != by:
+            if isinstance(old.get("content_hash"), str) and isinstance(old.get("simhash"), int):
+                self._retry("redis", self.index.repoint, str(old["_id"]), old["content_hash"],
+                            to_unsigned64(old["simhash"]), standing)
+            self._unindex({"_id": old["_id"], "sketch": old.get("sketch")})
             return
         if keys.get("sketch"):   # the new claim first, then the old one out
             self._retry("redis", self.sketches.claim, by, [to_unsigned64(v) for v in keys["sketch"]], 10 ** 6)

@@ -47,6 +47,9 @@ from redis.cluster import RedisCluster
 from fingerprint.hamming_index import block_layout
 from fingerprint.neardup import check_k
 
+from .errors import IndexLost
+from .sentinels import SlotMarkers
+
 CLUSTER_LAYOUT = "4c"  # the cluster's per-slot layout (see the module docstring)
 LAYOUT = "4"  # bump when the key layout changes: open_store then rebuilds the index from MongoDB
 MASK64 = (1 << 64) - 1
@@ -155,33 +158,41 @@ return 1
 
 
 # Hand a displaced page's entries to the page that displaced it, in one step: no moment without either
-# (a copy checked in between would find nothing and be kept). KEYS: the old page's ex bucket, fp bucket,
-# counter, its nb block sets, then the new page's ex bucket, fp bucket and block sets. ARGV: nb, then
-# exact field ('' leaves ex: alone), id, fp, member of the old page, then of the new page.
+# (a copy checked in between would find nothing and be kept). The displaced page's entries stay, answering
+# for the page that displaced it: its text still stands for the story, so a later copy of it (exact or near,
+# however far from the displacing page) is a copy of that page. KEYS: the old page's ex bucket, fp bucket,
+# counter, its nb block sets, then the new page's ex bucket, fp bucket and block sets. ARGV: nb, then exact
+# field, id, fp, member of the old page, then of the new page. Returns 1 when the old entry was re-pointed.
 TRANSFER_LUA = r"""
-local nb = tonumber(ARGV[1])
-local removed, added = 0, 0
-if redis.call('HGET', KEYS[2], string.sub(ARGV[4], 2)) == ARGV[3] then
-  redis.call('HDEL', KEYS[2], string.sub(ARGV[4], 2))
-  if ARGV[2] ~= '' then redis.call('HDEL', KEYS[1], ARGV[2]) end
-  for i = 4, 3 + nb do redis.call('SREM', KEYS[i], ARGV[5]) end
-  removed = 1
-end
-local base = 3 + nb
+local base = 3 + tonumber(ARGV[1])
 redis.call('HSET', KEYS[base + 1], ARGV[6], 1)
 if redis.call('HSETNX', KEYS[base + 2], string.sub(ARGV[8], 2), ARGV[7]) == 1 then
   for i = base + 3, #KEYS do redis.call('SADD', KEYS[i], ARGV[9]) end
-  added = 1
+  redis.call('INCR', KEYS[3])
 end
-if added > removed then redis.call('INCR', KEYS[3]) elseif removed > added then redis.call('DECR', KEYS[3]) end
-return removed
+if redis.call('HGET', KEYS[2], string.sub(ARGV[4], 2)) == ARGV[3] then
+  redis.call('HSET', KEYS[2], string.sub(ARGV[4], 2), ARGV[7])
+  return 1
+end
+return 0
 """
 
-# Cluster: one block table (one hash slot) at a time. KEYS: the block hash. ARGV: fp (8 bytes), k,
+# Compare-and-set of a hash field (an fp: bucket's owner; a cluster ex: bucket's). KEYS: the hash;
+# ARGV: field, the id it must hold, the id it gets.
+HSET_IF_LUA = r"""
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]); return 1 end
+return 0
+"""
+
+# Cluster: with a second key, that key's slot marker (storage/sentinels.py): gone, the slot came back empty
+# and the script says so ({-1}) instead of deciding.
+GUARD_LUA = "if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 0 then return {-1} end\n"
+
+# Cluster: one block table (one hash slot) at a time. KEYS: the block hash (and its slot marker). ARGV: fp (8 bytes), k,
 # insert flag, exact tag ('' outside block 0), page id. Inserts this page (when asked and its fingerprint
 # is not there yet) with the key's next insertion number; returns {own number or 0, then for every
 # OTHER entry within k bits that was there before it: fp, number, tag, page id, distance}.
-BLOCK_CHECK_LUA = r"""
+BLOCK_CHECK_LUA = GUARD_LUA + r"""
 local fp, k, insert, tag, pid = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4], ARGV[5]
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 """ + POPCOUNT_LUA + r"""local function word(s, i)
@@ -217,6 +228,17 @@ if insert and not mine and redis.call('HEXISTS', KEYS[1], fp) == 0 then
   out[1] = n
 end
 return out
+"""
+
+# Cluster: one block table's entry answers for another page (a displacement), if it is still the old page's.
+# KEYS: block; ARGV: fp, old id, new id. The insertion number and exact tag stay.
+BLOCK_REPOINT_LUA = r"""
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return 0 end
+local head = 5 + string.byte(v, 5)
+if string.sub(v, head + 1) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], string.sub(v, 1, head) .. ARGV[3])
+return 1
 """
 
 # Cluster: take one page's entry out of one block table if it is still its own. KEYS: block; ARGV: fp, id.
@@ -274,7 +296,8 @@ class DedupResult:
     spooled: bool = False  # True when Redis was unreachable and the check waits in the spool
     original_simhash: int | None = None  # the original's fingerprint (for near duplicates)
     provisional: bool = False  # new while a Redis data loss is recent (others' pages may not be back yet)
-    loss: bytes | None = None  # kind "lost": the index lost its data; "loss": one this process has not met yet
+    # kind "lost": the index lost its data; "loss" (and a cluster's provisional "new"): one this process has not met yet
+    loss: bytes | None = None
 
     @property
     def is_duplicate(self) -> bool:
@@ -297,15 +320,18 @@ class SimHashIndex:
         self.k = check_k(k)
         self.layout = block_layout(self.k)
         self.cluster = is_cluster(client)
+        self.markers = SlotMarkers(client, prefix) if self.cluster else None
         if self.cluster:
             check_prefix(prefix)
             self._block = client.register_script(BLOCK_CHECK_LUA)
             self._block_remove = client.register_script(BLOCK_REMOVE_LUA)
             self._hdel_if = client.register_script(HDEL_IF_LUA)
+            self._block_repoint = client.register_script(BLOCK_REPOINT_LUA)
         else:
             self._check = client.register_script(CHECK_AND_INSERT_LUA)
             self._remove = client.register_script(REMOVE_LUA)
             self._transfer = client.register_script(TRANSFER_LUA)
+        self._hset_if = client.register_script(HSET_IF_LUA)
 
     def _blocks(self, simhash: int) -> list[int]:
         return [(simhash >> shift) & ((1 << width) - 1) for shift, width in self.layout]
@@ -343,7 +369,7 @@ class SimHashIndex:
         bucket, field = exact_key_parts(content_hash)
         fpb = fp_bytes(simhash)
         if self.cluster:
-            return self._check_cluster(encode_id(page_id), bucket, field, simhash, k, insert)
+            return self._check_cluster(encode_id(page_id), bucket, field, simhash, k, insert, guard)
         res = self._check(keys=self._keys(simhash, bucket),
                           args=[self.prefix, field, encode_id(page_id), fpb, _member(simhash), k, 1 if insert else 0,
                                 *(guard or ())])
@@ -355,7 +381,23 @@ class SimHashIndex:
                            original_simhash=int.from_bytes(res[3], "big"))
 
     def _check_cluster(self, pid: bytes, bucket: str, field: bytes, simhash: int, k: int,
-                       insert: bool) -> DedupResult:
+                       insert: bool, guard: Sequence[Any] | None = None) -> DedupResult:
+        """`_decide_cluster` under the data-loss guard: a block table whose slot marker is gone says "lost"
+        (this page's entries are taken out again); a new page decided while a loss is recorded is provisional,
+        and names the loss when this process has not re-filled for it yet (its caller does that next)."""
+        res = self._decide_cluster(pid, bucket, field, simhash, k, insert, guard is not None)
+        if guard is None:
+            return res
+        if res.kind == "lost":
+            return DedupResult("lost", loss=record_loss(self.r, guard))
+        if res.kind == "new":
+            token, seen = self.r.get(guard[1]), guard[2]
+            if token is not None:
+                return DedupResult("new", provisional=True, loss=None if token == seen else token)
+        return res
+
+    def _decide_cluster(self, pid: bytes, bucket: str, field: bytes, simhash: int, k: int,
+                        insert: bool, guarded: bool) -> DedupResult:
         """Per-slot check-and-insert: exact bucket, then each block table (insert and scan in one script).
 
         Of two pages within k bits, the earlier is the one inserted first into the FIRST block table
@@ -373,8 +415,13 @@ class SimHashIndex:
             seen: list[dict[bytes, tuple[int, int, bytes, int]]] = []  # id -> (fp, distance, tag, number)
             inserted = []
             for i, key in enumerate(keys):
-                res = self._block(keys=[key], args=[fp_bytes(simhash), k, 1 if insert else 0,
-                                                    tag if i == 0 else b"", pid])
+                res = self._block(keys=[key, self.markers.key_for(key)] if guarded else [key],
+                                  args=[fp_bytes(simhash), k, 1 if insert else 0, tag if i == 0 else b"", pid])
+                if res[0] == -1:   # this slot came back empty: nothing decided, nothing of this page left
+                    for done, mine in zip(keys, inserted):
+                        if mine:
+                            self._block_remove(keys=[done], args=[fp_bytes(simhash), pid])
+                    return DedupResult("lost")
                 inserted.append(bool(res[0]))
                 seen.append({res[j + 3]: (int.from_bytes(res[j], "big"), int(res[j + 4]), res[j + 2], int(res[j + 1]))
                              for j in range(1, len(res), 5)})
@@ -429,12 +476,11 @@ class SimHashIndex:
 
     def transfer(self, old_id: str, old_hash: str | None, old_simhash: int, new_id: str, new_hash: str,
                  new_simhash: int) -> None:
-        """A displaced page's entries go to the page that displaced it with no moment without either (one
-        script; a cluster adds the new entries before it removes the old ones, and once more after)."""
+        """The page that displaced another is indexed, and the displaced page's entries answer for it from
+        then on (TRANSFER_LUA: one script; a cluster adds the new entries before it re-points the old)."""
         if self.cluster:
             self._add_known(new_id, new_hash, new_simhash)
-            self.remove(old_id, old_hash, old_simhash)
-            self._add_known(new_id, new_hash, new_simhash)
+            self.repoint(old_id, old_hash, old_simhash, new_id)
             return
         old_bucket, old_field = exact_key_parts(old_hash) if old_hash else (None, b"")
         new_bucket, new_field = exact_key_parts(new_hash)
@@ -443,6 +489,17 @@ class SimHashIndex:
                        args=[len(old_keys) - 3, old_field, encode_id(old_id), fp_bytes(old_simhash),
                              _member(old_simhash), new_field, encode_id(new_id), fp_bytes(new_simhash),
                              _member(new_simhash)])
+
+    def repoint(self, old_id: str, old_hash: str | None, old_simhash: int, new_id: str) -> bool:
+        """The old page's entries answer for new_id (only where they are still the old page's)."""
+        old, new, fpb = encode_id(old_id), encode_id(new_id), fp_bytes(old_simhash)
+        if not self.cluster:
+            return bool(self._hset_if(keys=[self._keys(old_simhash, None)[1]], args=[fpb[1:], old, new]))
+        done = [self._block_repoint(keys=[key], args=[fpb, old, new]) for key in self._ckeys(old_simhash)]
+        if old_hash:
+            bucket, field = exact_key_parts(old_hash)
+            self._hset_if(keys=[self._ex_ckey(bucket)], args=[field, old, new])
+        return bool(done[0])
 
     def _add_known(self, page_id: str, content_hash: str, simhash: int) -> None:
         """One known original into the cluster layout, unchecked (its counter entry when block 0 is new)."""
@@ -551,8 +608,19 @@ class SimHashIndex:
         v = self.r.get(f"{self.prefix}n")
         return None if v is None else int(v)
 
+    def lost_slots(self) -> int:
+        """Cluster slots that came back empty since the last repair (storage/sentinels.py); 0 on one server."""
+        return self.markers.missing() if self.markers is not None else 0
+
+    def mark_whole(self) -> None:
+        """Record the cluster index as whole (after a repair from MongoDB only); nothing on one server."""
+        if self.markers is not None:
+            self.markers.mark()
+
     def clear(self) -> int:
         """Delete every index key (ex:, fp:, sh:, n) under the prefix; returns keys deleted."""
+        if self.markers is not None:   # first: a check meanwhile says "lost" rather than deciding
+            self.markers.clear()
         return delete_matching(self.r, [_glob(self.prefix) + p for p in ("ex:*", "fp:*", "sh:*")],
                                extra=[f"{self.prefix}n", f"{self.prefix}layout"])
 
@@ -583,6 +651,13 @@ def used_memory(client: Any) -> int:
     if is_cluster(client):
         return sum(int(i["used_memory"]) for i in client.info("memory", target_nodes=RedisCluster.PRIMARIES).values())
     return int(client.info("memory")["used_memory"])
+
+
+def record_loss(client: Any, guard: Sequence[Any]) -> bytes | None:
+    """A data loss seen: recorded under the lost key for the window unless already; returns its token."""
+    _, lost, _, window, fresh = guard
+    client.set(lost, fresh, nx=True, ex=int(window))
+    return client.get(lost)
 
 
 def check_prefix(prefix: str) -> None:
@@ -776,10 +851,10 @@ end
 return out
 """
 
-# Cluster: one sketch bucket (one slot). KEYS: the bucket; ARGV: this claim's 4-byte number, then the
+# Cluster: one sketch bucket (one slot). KEYS: the bucket (and its slot marker); ARGV: this claim's 4-byte number, then the
 # values' 4 record bytes (ascending). Appends this claim's record to each value unless there; returns
 # for every record of these values, this page's included: value index (from 1), position, claim number.
-SKETCH_BUCKET_LUA = SKETCH_RECORDS_LUA + r"""
+SKETCH_BUCKET_LUA = GUARD_LUA + SKETCH_RECORDS_LUA + r"""
 local rec = ARGV[1]
 local cur = redis.call('GET', KEYS[1]) or ''
 local out, grown = {}, false
@@ -861,6 +936,7 @@ class RedisSketchIndex:
         self.r = client
         self.prefix = prefix
         self.cluster = is_cluster(client)
+        self.markers = SlotMarkers(client, prefix) if self.cluster else None
         if self.cluster:
             check_prefix(prefix)
             self._bucket = client.register_script(SKETCH_BUCKET_LUA)
@@ -870,10 +946,17 @@ class RedisSketchIndex:
         self._load_script = client.register_script(SKETCH_LOAD_LUA)
         self._hdel_if = client.register_script(HDEL_IF_LUA)
 
-    def claim(self, page_id: str, values: Sequence[int], min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
-        """Add a page's sketch; returns (its claim number, [(other page, shared values, its claim number)])."""
+    def claim(self, page_id: str, values: Sequence[int], min_shared: int,
+              guard: Sequence[Any] | None = None) -> tuple[int, list[tuple[str, int, int]]]:
+        """Add a page's sketch; returns (its claim number, [(other page, shared values, its claim number)]).
+        On a cluster with the data-loss `guard` (SimHashIndex.check), raises IndexLost when a bucket's slot
+        came back empty; the page's records are taken out again first."""
         if self.cluster:
-            return self._claim_cluster(encode_id(page_id), values, min_shared)
+            try:
+                return self._claim_cluster(encode_id(page_id), values, min_shared, guard is not None)
+            except IndexLost:
+                self.unclaim(page_id, values)
+                raise IndexLost(record_loss(self.r, guard)) from None
         res = self._claim(args=[self.prefix, encode_id(page_id), min_shared, *_value_bytes(values)])
         seq, rest = int(res[0]), res[1:]
         return seq, [(decode_id(rest[i]), int(rest[i + 1]), int(rest[i + 2])) for i in range(0, len(rest), 3)]
@@ -904,7 +987,8 @@ class RedisSketchIndex:
             out.setdefault(f"{self.prefix}sk:{bucket}", []).append(v[2:])
         return list(out.items())
 
-    def _claim_cluster(self, pid: bytes, values: Sequence[int], min_shared: int) -> tuple[int, list]:
+    def _claim_cluster(self, pid: bytes, values: Sequence[int], min_shared: int,
+                       guarded: bool = False) -> tuple[int, list]:
         """Claim bucket by bucket in ascending value order; a page claimed earlier is reported.
 
         The claim number comes from one INCR on ``skseq`` (one small hot key); its page id is recorded
@@ -922,15 +1006,19 @@ class RedisSketchIndex:
         intent = f"{self.prefix}ski:{pid.hex()}"
         self.r.set(intent, b"".join(mine), ex=INTENT_SECONDS)
         try:
-            return self._claim_buckets(pid, seq, mine, min_shared)
+            return self._claim_buckets(pid, seq, mine, min_shared, guarded)
         finally:
             self.r.delete(intent)
 
-    def _claim_buckets(self, pid: bytes, seq: int, mine: list[bytes], min_shared: int) -> tuple[int, list]:
+    def _claim_buckets(self, pid: bytes, seq: int, mine: list[bytes], min_shared: int,
+                       guarded: bool = False) -> tuple[int, list]:
         buckets = self._buckets([int.from_bytes(v, "big") for v in mine])
         found: list[list[tuple[int, int]]] = []      # per value: (position, claim number) of its records
         for key, subs in buckets:
-            res = self._bucket(keys=[key], args=[_claim_bytes(seq), *subs])
+            res = self._bucket(keys=[key, self.markers.key_for(key)] if guarded else [key],
+                               args=[_claim_bytes(seq), *subs])
+            if res and res[0] == -1:
+                raise IndexLost(None)
             per: list[list[tuple[int, int]]] = [[] for _ in subs]
             for j in range(0, len(res), 3):
                 per[int(res[j]) - 1].append((int(res[j + 1]), int(res[j + 2])))

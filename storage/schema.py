@@ -22,7 +22,8 @@ ASC, DESC = pymongo.ASCENDING, pymongo.DESCENDING
 INDEXES: dict[str, list[tuple[Any, bool]]] = {
     "pages": [("url", True), ("canonical_url", False), ("site", False), ("content_hash", False),
               ("fetched", False), ("cluster_id", False), ("run_id", False)],
-    "duplicates": [("url", True), ("original_id", False), ("site", False), ("fetched", False)],
+    "duplicates": [("url", True), ("original_id", False), ("site", False), ("fetched", False),
+                   ("replaced_by_earlier", False)],   # displaced pages: their index entries (maintenance.py)
     "matches": [([("suspect_url", ASC), ("source_id", ASC)], True),
                 ("status", False), ("site", False), ("source_id", False), ("created", False),
                 # the admin's windowed list: {one equality field, a range on the sort field}

@@ -388,3 +388,35 @@ def test_a_passage_copy_that_takes_the_originals_place_can_be_verified_before_it
     assert (verdict.method, verdict.replaced) == ("passages", late.page_id), verdict
     verdict = _engine(store).decide(copy)                    # E's save has not landed
     assert (verdict.kind, verdict.original) == ("near", early.page_id), verdict
+
+
+WEATHER = ("气象部门预计，本周后半段将有一股较强冷空气自西向东影响我国大部分地区，气温普遍下降六到八摄氏度，局地降温幅度可达十度以上。"
+           "农业专家提醒，北方冬小麦产区应提前做好防寒准备，设施农业要加固大棚，防范大风和降雪带来的不利影响。"
+           "交通运输部门表示，将密切关注天气变化，及时发布出行提示，保障重点路段和枢纽的安全畅通。")
+LIBRARY = ("图书馆今年新增藏书三万余册，涵盖文学、历史、科技等多个门类，并开设了面向青少年的阅读推广活动。"
+           "馆方介绍，数字阅读平台的注册用户已突破十万人，线上讲座和读书会吸引了大量市民参与。")
+
+
+@pytest.mark.parametrize("redis_mode", ["single", "cluster"])
+def test_a_copy_of_a_displaced_page_is_a_copy_of_the_page_that_displaced_it(store):
+    """D is kept; E, most of D and published earlier, displaces it (a near copy, 14 bits from what comes next).
+    D's text still stands for the story: a near copy N of D and a verbatim copy V, crawled afterwards, are
+    copies of E. Before, D's entries left the index at the hand-over: N was kept as a story of its own and V
+    recorded as N's copy (invariant seed 315)."""
+    sentences = [s + "。" for s in (STORY + OTHER + WEATHER + LIBRARY).split("。") if s]
+    d = _doc("d" * 32, "".join(sentences), 20)
+    e = _doc("e" * 32, "".join(sentences[i] for i in (0, 1, 2, 3, 4, 5, 6, 9)), 1)
+    n = _doc("a" * 32, d.text.replace("十二条", "十三条"), 25)
+    v = _doc("b" * 32, d.text, 26)
+    engine = _engine(store)
+    assert engine.decide(d).kind == "new"
+    store.save_pages([_page(d)])
+    assert engine.decide(e).replaced == d.page_id
+    store.save_pages([_page(e)])
+    for copy in (n, v):
+        verdict = engine.decide(copy)
+        assert verdict.is_duplicate and verdict.original == e.page_id, verdict
+        store.record_duplicates([{**_copy(copy, verdict.original), "content_hash": copy.content_hash}])
+    assert _state(store) == ([e.page_id], {d.page_id: e.page_id, n.page_id: e.page_id, v.page_id: e.page_id})
+    store.rebuild_index()                       # MongoDB holds the displaced page's entries too
+    assert store.lookup(n.content_hash, n.simhash).original_id == e.page_id
