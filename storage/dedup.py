@@ -7,7 +7,7 @@ import logging
 from pymongo.errors import PyMongoError
 
 from .connection import Connection
-from .dedup_index import TEXT_TTL, text_key
+from .dedup_index import TEXT_TTL, date_key, text_key
 from .errors import IndexLost, StorageUnavailable
 from .redis_index import DedupResult
 from .schema import id_age_seconds, new_id, to_oid
@@ -105,17 +105,21 @@ class DedupStore(Connection):
 
     def _refill_inflight(self) -> int:
         """After a Redis data loss: re-add the pages this process indexed lately that the index lacks, with
-        their sketches and claimed texts; returns how many. Saved ones too: a page whose save landed after
-        the refill read MongoDB, and before this, is in neither (its copy would then be kept as new)."""
+        their sketches, claimed texts and dates; returns how many. Saved ones too: a page whose save landed
+        after the refill read MongoDB, and before this, is in neither (its copy would then be kept as new).
+        On a cluster a page's SimHash entries may have survived while its sketch or text did not (they lie
+        in other slots): every page in flight gets those back."""
         with self.inflight_lock:
             entries = dict(self.inflight)
         missing = [(pid, e) for pid, e in entries.items() if not self._indexed(pid, e[0], e[1])]
         self._retry("redis", self.index.add_many, ((pid, e[0], e[1]) for pid, e in missing))
-        for pid, (_, _, sketch, text) in missing:
+        for pid, (_, _, sketch, text, *date) in (entries.items() if self.index.cluster else missing):
             if sketch:
                 self._retry("redis", self.sketches.claim, pid, list(sketch), 10 ** 6)
             if text is not None:
                 self._retry("redis", self.redis.set, text_key(self, pid), text, ex=TEXT_TTL)
+            if date and date[0]:
+                self._retry("redis", self.redis.set, date_key(self, pid), date[0], ex=TEXT_TTL)
         return len(missing)
 
     def _indexed(self, page_id: str, content_hash: str, simhash: int) -> bool:

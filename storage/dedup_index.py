@@ -79,7 +79,7 @@ class RedisDedupIndex:
         with self.store.inflight_lock:
             entry = self.store.inflight.get(doc.page_id)
             if entry is not None:
-                self.store.inflight[doc.page_id] = entry[:3] + (text,)
+                self.store.inflight[doc.page_id] = entry[:3] + (text,) + entry[4:]
         try:
             self.store._retry("redis", self._keep_claimed, doc, text)
             return self.store.claim_sketch(doc.page_id, list(doc.sketch), min_shared)
@@ -198,7 +198,7 @@ class RedisDedupIndex:
             with self.store.inflight_lock:   # a Redis refill puts the text back with the claim
                 entry = self.store.inflight.get(doc.page_id)
                 if entry is not None:
-                    self.store.inflight[doc.page_id] = entry[:3] + (text,)
+                    self.store.inflight[doc.page_id] = entry[:3] + (text,) + entry[4:]
         return None
 
     def resolve(self, page_id: str) -> str:
@@ -221,7 +221,8 @@ class RedisDedupIndex:
         """Keep what a Redis refill needs until MongoDB surely has the page (the last INFLIGHT pages)."""
         with self.store.inflight_lock:
             inflight = self.store.inflight
-            inflight[doc.page_id] = (doc.content_hash, doc.simhash, tuple(doc.sketch), None)
+            inflight[doc.page_id] = (doc.content_hash, doc.simhash, tuple(doc.sketch), None,
+                                     doc.published.isoformat() if doc.published else None)
             while len(inflight) > INFLIGHT:
                 inflight.popitem(last=False)
 

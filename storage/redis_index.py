@@ -162,7 +162,8 @@ return 1
 # for the page that displaced it: its text still stands for the story, so a later copy of it (exact or near,
 # however far from the displacing page) is a copy of that page. KEYS: the old page's ex bucket, fp bucket,
 # counter, its nb block sets, then the new page's ex bucket, fp bucket and block sets. ARGV: nb, then exact
-# field, id, fp, member of the old page, then of the new page. Returns 1 when the old entry was re-pointed.
+# field, id, fp, member of the old page, then of the new page. Only the old fp: entry changes (its ex: and
+# block entries stay as they are). Returns 1 when the old entry was re-pointed.
 TRANSFER_LUA = r"""
 local base = 3 + tonumber(ARGV[1])
 redis.call('HSET', KEYS[base + 1], ARGV[6], 1)

@@ -343,13 +343,21 @@ def _variants(page: Page) -> list[str]:
 
 
 def read_back(page: Page) -> str | None:
-    """Extract the page as the crawl will; its text (None when extraction refuses it or misreads the date)."""
+    """Read the page as the crawl will; its text (None when the spider would take it for a list page, or
+    extraction refuses it or misreads the date)."""
+    from scrapy.http import HtmlResponse
+
+    from crawler.spiders.base import root_of
+    from extract import pagekind
     from extract.article import NotArticle, extract
 
+    url, headers = "http://127.0.0.9/news/10001.html", {"Content-Type": "text/html; charset=utf-8"}
     body = article_html(page, page.layout).encode("utf-8")
+    root = root_of(HtmlResponse(url, body=body, headers=headers))   # the news spider's page kind, as it runs
+    if root is None or not pagekind.page_shape(root).is_article(pagekind.url_looks_article(url)):
+        return None
     try:
-        got = extract(body, url="http://127.0.0.9/news/10001.html",
-                      headers={"Content-Type": "text/html; charset=utf-8"})
+        got = extract(body, url=url, headers=headers)
     except NotArticle:
         return None
     if (got.date or "")[:10] != (page.date.isoformat() if page.date else ""):

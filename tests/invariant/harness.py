@@ -356,9 +356,11 @@ def _start(plan: Plan, corpus: Corpus, target: Target, work: Path, tag: str) -> 
     return procs
 
 
-def _wait_all(procs: list[CrawlProc], problems: list[str], what: str, killed: frozenset[int] | set[int] = frozenset()
-              ) -> None:
-    """Wait for every crawler; a hang or a failing exit code (not killed by us) is a problem."""
+def _wait_all(procs: list[CrawlProc], problems: list[str], what: str, killed: frozenset[int] | set[int] = frozenset(),
+              notes: list[str] | None = None) -> None:
+    """Wait for every crawler; a hang or a failing exit code (not killed by us) is a problem. With `notes`
+    (a fault held a server down), a crawler that could not open the store while it was down and said so
+    (exit 2, "cannot open the store") did what it must: noted; the re-run then has to do its work."""
     for i, p in enumerate(procs):
         try:
             rc = p.wait(CRAWL_TIMEOUT)
@@ -367,6 +369,9 @@ def _wait_all(procs: list[CrawlProc], problems: list[str], what: str, killed: fr
             continue
         if i not in killed and rc != 0:
             tail = " | ".join(p.log.strip().splitlines()[-3:])[-400:]
+            if notes is not None and rc == 2 and "cannot open the store" in p.log:
+                notes.append(f"{what} crawler {i} could not open the store while the fault held it down (exit 2)")
+                continue
             problems.append(f"{what} crawler {i} exited {rc}: {tail} (log {p.log_path})")
 
 
@@ -590,13 +595,15 @@ def _crawl(plan: Plan, corpus: Corpus, target: Target, servers: Servers | None, 
         _preload_stale(plan, corpus, target, work, result.problems)
     first = _start(plan, corpus, target, work, "run1")
     killed: set[int] = set()
+    down = False   # a server held down by the fault: a crawler opening meanwhile may refuse to start
     if plan.fault != "none":
         if _wait_trigger(plan, target, first):
             result.notes.append(f"fault {plan.fault} at {plan.trigger[0]} {plan.trigger[1]}")
             killed = _apply_fault(plan, target, servers, first, result.notes)
+            down = plan.fault not in ("crawler_kill", "early_kill")
         else:
             result.notes.append(f"fault {plan.fault} not applied: the crawl ended before its moment")
-    _wait_all(first, result.problems, "first", killed)
+    _wait_all(first, result.problems, "first", killed, result.notes if down else None)
     before = set(_runs(target))
     second = _start(plan, corpus, target, work, "run2")
     _wait_all(second, result.problems, "re-run")

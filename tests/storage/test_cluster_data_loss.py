@@ -95,3 +95,30 @@ def test_passage_sketches_a_node_lost_are_claimed_again(store_config):
     finally:
         a.drop_all()
         a.close()
+
+
+def test_a_page_in_flight_gets_back_its_sketch_and_date_though_its_simhash_survived(store_config):
+    """B's page in flight keeps its SimHash entries (other slots) but loses its passage claim and its date to
+    the node that came back empty: B's re-fill puts both back, so another crawler's passage copy finds it and
+    reads its date (the earliest-published rule). Before, only pages whose SimHash was gone were re-claimed."""
+    from storage.dedup_index import date_key
+
+    a, b = open_store(store_config), open_store(store_config)
+    try:
+        values = [(0x4321 << 48) | i for i in range(1, 40)]        # one bucket: the top 16 bits
+        page, (h, fp) = b.new_page_id(), story(40)
+        assert b.check_and_insert(page, h, fp).kind == "new"
+        assert b.claim_sketch(page, values, 10 ** 6)[1] == []
+        b.redis.set(date_key(b, page), "2024-05-01")
+        b.inflight[page] = (h, fp, tuple(values), None, "2024-05-01")
+        key = b.sketches._buckets(values)[0][0]
+        assert b.redis.get_node_from_key(key) != b.redis.get_node_from_key(b.index._ckeys(fp)[0])
+        assert wipe_node_of(b, key) > 0
+        assert b.check_and_insert(b.new_page_id(), *story(41)).kind == "new"    # B meets the loss: re-fills
+        _, others = a.claim_sketch(a.new_page_id(), values[:30], 10)
+        assert [(o, n) for o, n, _ in others] == [(page, 30)]
+        assert a.redis.get(date_key(a, page)) == b"2024-05-01"
+    finally:
+        a.drop_all()
+        a.close()
+        b.close()
