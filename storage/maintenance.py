@@ -48,9 +48,11 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                 yield str(d["original_id"]), d["content_hash"], to_unsigned64(d["simhash"])
 
     def _index_size(self) -> int:
-        """Index entries MongoDB implies (`_indexable`): kept pages and displaced ones."""
+        """Index entries MongoDB implies (`_indexable`): kept pages, and displaced ones whose fingerprint
+        differs from their displacer's (one entry when they share it; a chain of displacements may share
+        one further back, which only makes a later re-fill re-add what is there)."""
         return self._retry("mongo", self.pages.count_documents, {}) + \
-            self._retry("mongo", self.duplicates.count_documents, {"replaced_by_earlier": True})
+            self._retry("mongo", self.duplicates.count_documents, {"replaced_by_earlier": True, "index_alias": True})
 
     def rebuild_index(self) -> int:
         """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change), one process at a time."""

@@ -341,11 +341,16 @@ class PageStore(DuplicateStore):
         """Record a displaced page as a copy of the page that displaced it, take it out of pages and give its
         index entries to that page (idempotent: the displacer and the saver may both get here)."""
         target, url = self.resolve_original(marker["by"])
+        by_fp = (marker.get("by_keys") or {}).get("simhash")
+        # its SimHash entry stays, answering for the displacer (`_hand_over`): a separate entry unless the two
+        # share their fingerprint (what MongoDB says the index counts, maintenance.py `_index_size`)
+        alias = isinstance(old.get("simhash"), int) and (
+            old["simhash"] != by_fp if by_fp is not None else marker.get("method") != "exact")
         self.record_duplicate({"url": old["url"], "original_id": target, "original_url": url or marker.get("by_url"),
                                "method": marker["method"], "distance": marker.get("distance"),
                                "coverage": marker.get("coverage"), "site": old.get("site"), "title": old.get("title"),
                                "fetched": old.get("fetched"), "content_hash": old.get("content_hash"),
-                               "simhash": old.get("simhash"), "replaced_by_earlier": True})
+                               "simhash": old.get("simhash"), "index_alias": alias, "replaced_by_earlier": True})
         self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
         # its entries go before the page does: a crawler killed in between leaves the page held (the next open

@@ -418,5 +418,7 @@ def test_a_copy_of_a_displaced_page_is_a_copy_of_the_page_that_displaced_it(stor
         assert verdict.is_duplicate and verdict.original == e.page_id, verdict
         store.record_duplicates([{**_copy(copy, verdict.original), "content_hash": copy.content_hash}])
     assert _state(store) == ([e.page_id], {d.page_id: e.page_id, n.page_id: e.page_id, v.page_id: e.page_id})
+    health = store.index_health()["simhash"]    # two entries: E's, and D's answering for E
+    assert health == {"mongo": 2, "redis": 2}, health
     store.rebuild_index()                       # MongoDB holds the displaced page's entries too
     assert store.lookup(n.content_hash, n.simhash).original_id == e.page_id
