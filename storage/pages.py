@@ -13,7 +13,7 @@ from fingerprint.neardup import publish_date
 
 from .dedup_index import date_key, text_key
 from .documents import check_keys, check_text, fit_bson, out
-from .duplicates import DuplicateStore
+from .duplicates import MAX_HOPS, DuplicateStore
 from .errors import BadDocument, StorageUnavailable
 from .identity import lost_key
 from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_signed64, to_unsigned64
@@ -258,15 +258,14 @@ class PageStore(DuplicateStore):
             self._join(winner, str(original_id), method)
 
     def _join(self, displacer: str, original: str, method: str) -> None:
-        """The copy that displaced a page copies that page's original too: one story, so one of the two stands,
-        the earlier published (of an undated and a dated page, or on equal dates, the original kept first)."""
+        """The copy that displaced a page copies that page's original too: one story, so one of the two stands
+        (`_standing`: the earlier published, else the same page whichever crawler joins them)."""
         for _ in range(MAX_JOINS):
             a, b = self.resolve_original(displacer)[0], self.resolve_original(original)[0]
             if a == b:   # one page stands for both: a record calling it a copy (of itself) goes
                 self._drop_own_record(a)
                 return
-            da, db = self._published(a), self._published(b)
-            keep, lose = (a, b) if da is not None and db is not None and da < db else (b, a)
+            keep, lose = self._standing(a, b)
             keys = self._keys_of(keep)
             if keys is None:
                 log.warning("page %s copies page %s but neither its page nor its keys can be read; left to the "
@@ -278,6 +277,18 @@ class PageStore(DuplicateStore):
                 self._drop_own_record(keep)
                 return
         log.error("pages %s and %s: displacements kept racing; left to the next crawl", displacer, original)
+
+    def _standing(self, a: str, b: str) -> tuple[str, str]:
+        """(page that stands, page that goes) of two pages telling one story, the same whichever crawler asks
+        and in which order: the earlier published; of an undated and a dated page the undated one (the engine
+        never displaces a page by date when either has none); else the smaller id. (It was "the second one
+        asked" when dates could not be compared: two crawlers joining at once displaced each page by the other.)"""
+        da, db = self._published(a), self._published(b)
+        if da is not None and db is not None and da != db:
+            return (a, b) if da < db else (b, a)
+        if (da is None) != (db is None):
+            return (a, b) if da is None else (b, a)
+        return (a, b) if a < b else (b, a)
 
     def _drop_own_record(self, page_id: str) -> None:
         """The page that stands is no copy, whatever an earlier decision recorded of its URL."""
@@ -341,6 +352,10 @@ class PageStore(DuplicateStore):
         """Record a displaced page as a copy of the page that displaced it, take it out of pages and give its
         index entries to that page (idempotent: the displacer and the saver may both get here)."""
         target, url = self.resolve_original(marker["by"])
+        if target == str(old["_id"]):   # the displacements lead back here: each page was taken for a copy of the other
+            target, url = self._break_cycle(str(old["_id"]), marker["by"])
+            if target == str(old["_id"]):
+                return   # this page stands
         by_fp = (marker.get("by_keys") or {}).get("simhash")
         # its SimHash entry stays, answering for the displacer (`_hand_over`): a separate entry unless the two
         # share their fingerprint (what MongoDB says the index counts, maintenance.py `_index_size`)
@@ -358,6 +373,26 @@ class PageStore(DuplicateStore):
         self._hand_over(old, marker)
         self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
         self.settle_copies([str(old["_id"])])
+
+    def _break_cycle(self, page_id: str, by: str) -> tuple[str, str | None]:
+        """Displacements that form a cycle (two crawlers each took one page for the other's copy at once): of
+        the cycle's pages MongoDB still holds, the smallest id stands (every process picks the same one, and
+        never a page already moved out), its marker goes; returns where `by` leads now."""
+        members, cur = [page_id], by
+        for _ in range(MAX_HOPS):
+            if cur in members:
+                break
+            members.append(cur)
+            marker = self._retry("mongo", self.demotions.find_one, {"_id": cur}, {"by": 1})
+            if marker is None:   # broken meanwhile
+                return self.resolve_original(by)
+            cur = marker["by"]
+        held = {str(d["_id"]) for d in self._retry("mongo", list, self.pages.find(
+            {"_id": {"$in": [to_oid(m) for m in members]}}, {"_id": 1}))}
+        standing = min(held or {page_id})
+        self._retry("mongo", self.demotions.delete_one, {"_id": standing})
+        log.warning("displacements of pages %s formed a cycle: page %s stands", ", ".join(members), standing)
+        return self.resolve_original(by)
 
     def _hand_over(self, old: dict, marker: dict) -> None:
         """The page that displaced another is indexed, and the displaced page's exact and SimHash entries

@@ -422,3 +422,35 @@ def test_a_copy_of_a_displaced_page_is_a_copy_of_the_page_that_displaced_it(stor
     assert health == {"mongo": 2, "redis": 2}, health
     store.rebuild_index()                       # MongoDB holds the displaced page's entries too
     assert store.lookup(n.content_hash, n.simhash).original_id == e.page_id
+
+
+def test_two_crawlers_joining_one_story_at_once_keep_one_page(store):
+    """Crawler 1 joins U (undated) and D (dated) while crawler 2 joins them the other way round, inside crawler
+    1's displacement. Before, an undated pair went to "the second page asked": each crawler displaced a
+    different page, the markers formed a cycle and both pages left `pages` (invariant seed 804: a story lost)."""
+    u, d = _doc("u" * 32, STORY, None), _doc("d" * 32, STORY, 12)
+    store.save_pages([_page(u), _page(d)])
+    real, calls = store.replace_original, []
+
+    def crawler_2_meanwhile(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == 1:
+            store._join(d.page_id, u.page_id, "near")   # the other crawler, the other way round
+        return real(*args, **kwargs)
+    store.replace_original = crawler_2_meanwhile
+    store._join(u.page_id, d.page_id, "near")
+    pages, copies = _state(store)
+    assert pages == [u.page_id] and copies == {d.page_id: u.page_id}, (pages, copies)
+
+
+def test_a_cycle_of_displacements_leaves_one_page(store):
+    """Markers A -> B and B -> A (however they came): settling keeps exactly one of the two pages, the same one
+    whichever page is settled first; before, both moved to duplicates and the story was lost."""
+    a, b = _doc("a" * 32, STORY, 3), _doc("b" * 32, STORY, 3)
+    store.save_pages([_page(a), _page(b)])
+    for old, new in ((a, b), (b, a)):
+        store.demotions.insert_one({"_id": old.page_id, "by": new.page_id, "by_url": new.url, "by_keys": None,
+                                    "method": "near", "distance": 1, "coverage": None})
+    store.settle_pages([store.get_page(b.page_id) or {"_id": b.page_id}, store.get_page(a.page_id) or {"_id": a.page_id}])
+    pages, copies = _state(store)
+    assert pages == [a.page_id] and copies == {b.page_id: a.page_id}, (pages, copies)
