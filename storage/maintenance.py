@@ -42,15 +42,15 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         for d in self.pages.find(wanted, {"_id": 1, "content_hash": 1, "simhash": 1}).batch_size(5000):
             if isinstance(d.get("content_hash"), str) and isinstance(d.get("simhash"), int):
                 yield str(d["_id"]), d["content_hash"], to_unsigned64(d["simhash"])
-        for d in self.duplicates.find({"replaced_by_earlier": True, **wanted},
+        for d in self.duplicates.find({"replaced_by_earlier": True, "index_alias": True, **wanted},
                                       {"original_id": 1, "content_hash": 1, "simhash": 1}).batch_size(5000):
             if isinstance(d.get("content_hash"), str) and isinstance(d.get("simhash"), int) and d.get("original_id"):
                 yield str(d["original_id"]), d["content_hash"], to_unsigned64(d["simhash"])
 
     def _index_size(self) -> int:
-        """Index entries MongoDB implies (`_indexable`): kept pages, and displaced ones whose fingerprint
-        differs from their displacer's (one entry when they share it; a chain of displacements may share
-        one further back, which only makes a later re-fill re-add what is there)."""
+        """Index entries MongoDB implies (`_indexable`): kept pages, and displaced ones whose own entry answers
+        for the page that stands (`index_alias`, read from the index when the page moved: one entry when the
+        two share their fingerprint, none when the displaced page's entry was not its own)."""
         return self._retry("mongo", self.pages.count_documents, {}) + \
             self._retry("mongo", self.duplicates.count_documents, {"replaced_by_earlier": True, "index_alias": True})
 

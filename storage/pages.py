@@ -356,23 +356,32 @@ class PageStore(DuplicateStore):
             target, url = self._break_cycle(str(old["_id"]), marker["by"])
             if target == str(old["_id"]):
                 return   # this page stands
-        by_fp = (marker.get("by_keys") or {}).get("simhash")
-        # its SimHash entry stays, answering for the displacer (`_hand_over`): a separate entry unless the two
-        # share their fingerprint (what MongoDB says the index counts, maintenance.py `_index_size`)
-        alias = isinstance(old.get("simhash"), int) and (
-            old["simhash"] != by_fp if by_fp is not None else marker.get("method") != "exact")
         self.record_duplicate({"url": old["url"], "original_id": target, "original_url": url or marker.get("by_url"),
                                "method": marker["method"], "distance": marker.get("distance"),
                                "coverage": marker.get("coverage"), "site": old.get("site"), "title": old.get("title"),
                                "fetched": old.get("fetched"), "content_hash": old.get("content_hash"),
-                               "simhash": old.get("simhash"), "index_alias": alias, "replaced_by_earlier": True})
+                               "simhash": old.get("simhash"), "index_alias": False, "replaced_by_earlier": True})
         self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
         # its entries go before the page does: a crawler killed in between leaves the page held (the next open
         # moves it again, settle_displacements), never a passage claim of a page no one can read any more
         self._hand_over(old, marker)
+        if self._answers_for(old, target):   # what MongoDB says the index counts (maintenance.py `_index_size`)
+            self._retry("mongo", self.duplicates.update_one, {"url": old["url"], "replaced_by_earlier": True},
+                        {"$set": {"index_alias": True}})
         self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
         self.settle_copies([str(old["_id"])])
+
+    def _answers_for(self, old: dict, standing: str) -> bool:
+        """True when the displaced page's own SimHash entry now answers for `standing` and is an entry of its
+        own (not the one `standing` shares with it); read from the index, so a second call agrees."""
+        if not (isinstance(old.get("content_hash"), str) and isinstance(old.get("simhash"), int)):
+            return False
+        fp = to_unsigned64(old["simhash"])
+        if self._retry("redis", self.index.check, "", old["content_hash"], fp, 0, False).original_id != standing:
+            return False
+        keys = self._keys_of(standing)
+        return keys is None or keys["simhash"] != fp
 
     def _break_cycle(self, page_id: str, by: str) -> tuple[str, str | None]:
         """Displacements that form a cycle (two crawlers each took one page for the other's copy at once): of
