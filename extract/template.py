@@ -26,11 +26,12 @@ first pages.
 from __future__ import annotations
 
 import asyncio
-
 import hashlib
 import re
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Callable
 
 SPACE = re.compile(r"\s+")
 
@@ -152,11 +153,18 @@ class SiteTemplates:
 
 class HeldTemplates:
     """Site templates for pages in flight together (a crawl): a site's first pages wait, at most
-    `warmup_seconds`, until the site has `min_pages` pages, so its first stories lose the template too."""
+    `warmup_seconds`, until the site has `min_pages` pages, so its first stories lose the template too.
+    `drained` (optional) says that no more pages can come (nothing queued, downloading or waiting for the
+    spider); once it has said so on two polls in a row, waiting pages go on with what is known: a small site
+    does not wait out the whole warm-up for pages it does not have."""
 
-    def __init__(self, templates: SiteTemplates, warmup_seconds: float = 5.0) -> None:
+    POLL_SECONDS = 0.1
+
+    def __init__(self, templates: SiteTemplates, warmup_seconds: float = 5.0,
+                 drained: Callable[[], bool] | None = None) -> None:
         self.templates = templates
         self.warmup_seconds = warmup_seconds
+        self.drained = drained
         self.ready: dict[str, asyncio.Event] = {}
 
     async def strip(self, site: str, title: str | None, lines: list[str]) -> Stripped:
@@ -171,10 +179,19 @@ class HeldTemplates:
             ready.set()
         if ready.is_set() or self.warmup_seconds <= 0:
             return
-        try:
-            await asyncio.wait_for(ready.wait(), self.warmup_seconds)
-        except asyncio.TimeoutError:
-            ready.set()  # a small site: what is known by now is its template
+        deadline = time.monotonic() + self.warmup_seconds
+        idle_polls = 0
+        while not ready.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                await asyncio.wait_for(ready.wait(), min(left, self.POLL_SECONDS))
+            except asyncio.TimeoutError:
+                idle_polls = idle_polls + 1 if self.drained is not None and self.drained() else 0
+                if idle_polls >= 2:
+                    break
+        ready.set()  # a small site, or nothing more to come: what is known by now is its template
 
 
 def _touch(lru: OrderedDict, key: int, value: object, limit: int) -> None:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
@@ -31,6 +31,25 @@ def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | 
     return {field: getattr(result, attr) for field, attr in FIELDS}, None
 
 
+def crawl_drained(crawler: Any) -> Callable[[], bool]:
+    """Whether the crawl can bring no more pages: start requests all read, nothing scheduled, downloading or
+    waiting for the spider (items in the pipelines, such as pages waiting for their site's template, do not
+    count). Private engine attributes are read defensively: unknown means "not drained"."""
+    def drained() -> bool:
+        try:
+            engine = crawler.engine
+        except (AttributeError, RuntimeError):   # before the crawl starts (or a crawler without one)
+            return False
+        scraper_slot = getattr(getattr(engine, "scraper", None), "slot", None)
+        scheduler = getattr(engine, "scheduler", None)
+        if engine is None or scraper_slot is None or scheduler is None:
+            return False
+        if getattr(engine, "_start", True) is not None or engine.downloader.active or scraper_slot.queue:
+            return False
+        return not scheduler.has_pending_requests()
+    return drained
+
+
 def _warm_up() -> None:
     """Import trafilatura and htmldate in a worker before the first page arrives."""
     article_fields(b"<html><body><p>" + "预热。".encode() * 40 + b"</p></body></html>", "", None, None,
@@ -49,19 +68,21 @@ class ExtractPipeline:
 
     def __init__(self, stats: Any = None, min_chars: int = MIN_CHARS, fast: bool = False,
                  max_bytes: int = MAX_BYTES, templates: SiteTemplates | None = None,
-                 warmup_seconds: float = 5.0, pool: WorkerPool | None = None) -> None:
+                 warmup_seconds: float = 5.0, pool: WorkerPool | None = None,
+                 drained: Callable[[], bool] | None = None) -> None:
         self.stats = stats
         self.min_chars = min_chars
         self.fast = fast
         self.max_bytes = max_bytes
-        self.templates = HeldTemplates(templates, warmup_seconds) if templates is not None else None
+        self.templates = HeldTemplates(templates, warmup_seconds, drained) if templates is not None else None
         self.pool = pool
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> "ExtractPipeline":
         """Read EXTRACT_MIN_CHARS (50), EXTRACT_FAST (False), EXTRACT_MAX_BYTES (2,000,000), EXTRACT_TEMPLATES
-        (True), EXTRACT_TEMPLATE_MIN_PAGES (3), EXTRACT_TEMPLATE_WARMUP_SECONDS (5: how long a site's first
-        pages may wait for its template) and ZHDEDUP_EXTRACT_WORKERS (auto)."""
+        (True), EXTRACT_TEMPLATE_MIN_PAGES (3), EXTRACT_TEMPLATE_WARMUP_SECONDS (5: how long at most a site's
+        first pages wait for its template; less once the crawl has nothing more to fetch) and
+        ZHDEDUP_EXTRACT_WORKERS (auto)."""
         s = crawler.settings
         min_chars = s.getint("EXTRACT_MIN_CHARS", MIN_CHARS)
         templates = None
@@ -70,7 +91,8 @@ class ExtractPipeline:
         pool = pool_for(crawler) if worker_count(s, "ZHDEDUP_EXTRACT_WORKERS") > 0 else None
         return cls(stats=crawler.stats, min_chars=min_chars, fast=s.getbool("EXTRACT_FAST", False),
                    max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES), templates=templates,
-                   warmup_seconds=s.getfloat("EXTRACT_TEMPLATE_WARMUP_SECONDS", 5.0), pool=pool)
+                   warmup_seconds=s.getfloat("EXTRACT_TEMPLATE_WARMUP_SECONDS", 5.0), pool=pool,
+                   drained=crawl_drained(crawler))
 
     def open_spider(self, spider: Any = None) -> None:
         """Start and warm up the worker processes, when extraction uses them."""

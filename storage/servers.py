@@ -234,9 +234,21 @@ def _mine(entry: os.DirEntry) -> bool:
         return False
 
 
-def port_answers(name: str, port: int | None, timeout: float = 1.0, secret: str | None = None) -> bool:
-    """True if the server on 127.0.0.1:port answers a ping in its own protocol (with its password)."""
+def port_listens(port: int | None, timeout: float = 0.2) -> bool:
+    """True if something accepts TCP connections on 127.0.0.1:port (a refusal comes back at once)."""
     if not port:
+        return False
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def port_answers(name: str, port: int | None, timeout: float = 1.0, secret: str | None = None) -> bool:
+    """True if the server on 127.0.0.1:port answers a ping in its own protocol (with its password). A port
+    nobody listens on is refused at once, not after the driver's whole timeout."""
+    if not port_listens(port, timeout):
         return False
     try:
         if name == "redis":
@@ -440,6 +452,7 @@ def _provision_mongo(var_dir: Path, data_dir: Path, secret: str, log: Path) -> N
     port = _free_port()
     cmd = _command("mongo", port, data_dir.resolve(), auth=False)
     pid = _start(cmd, "mongo", port, None, log, var_dir, PROVISION)
+    durable = False
     try:
         client = pymongo.MongoClient(server_uri("mongo", port, None), serverSelectionTimeoutMS=5000)
         try:
@@ -448,10 +461,14 @@ def _provision_mongo(var_dir: Path, data_dir: Path, secret: str, log: Path) -> N
                 client.admin.command("createUser", MONGO_USER, pwd=secret, roles=roles)
             except OperationFailure:  # the user exists (credentials file restored): set its password
                 client.admin.command("updateUser", MONGO_USER, pwd=secret, roles=roles)
+            client.admin.command("fsync")  # a WiredTiger checkpoint: the user is on disk before the kill
+            durable = True
         finally:
             client.close()
     finally:
-        _kill(pid, "mongo")
+        # Once checkpointed, SIGKILL loses nothing and saves SecantusDB's clean stop (~2 s waiting on its
+        # accept thread); a provisioning that failed half-way stops cleanly.
+        _kill_all([pid], "mongo", timeout=0.0 if durable else 20.0)
         _clean(var_dir, PROVISION)
     fd = os.open(data_dir / ".zhdedup-auth", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from benchmarks.template_site import COPIED, N_LONG, N_STORIES, template_sites
-from extract.template import SiteTemplates, line_key
+from extract.template import HeldTemplates, SiteTemplates, line_key
 from pipelines.drops import SkippedItem
 from pipelines.extract import ExtractPipeline
 
@@ -109,3 +110,26 @@ def test_pipeline_without_templates_leaves_text_alone():
     for path in ("/s/0.html", "/s/1.html", "/s/2.html"):
         item = asyncio.run(pipe.process_item({"url": path, "site": "a", "body": pages[path].encode("utf-8")}))
         assert "raw_text" not in item and len(item["text"]) > 800
+
+
+def _lone_page_wait(drained, warmup: float) -> float:
+    """Seconds one page of a new site spends in HeldTemplates.strip."""
+    held = HeldTemplates(SiteTemplates(), warmup_seconds=warmup, drained=drained)
+
+    async def one():
+        started = time.monotonic()
+        await held.strip("lone", "标题", ["一个只有一页的网站上的一篇新闻正文。" * 3])
+        return time.monotonic() - started
+
+    return asyncio.run(one())
+
+
+def test_a_lone_page_does_not_wait_out_the_warm_up_once_the_crawl_has_nothing_more():
+    """A one-page site never gets a second page: once the crawl says nothing more is queued, the page goes
+    on (two polls, ~0.2 s) instead of waiting the whole warm-up for a template that cannot form."""
+    assert _lone_page_wait(lambda: True, warmup=30.0) < 10.0
+
+
+def test_a_page_waits_while_the_crawl_may_still_bring_pages_of_its_site():
+    """While the crawl is busy (not drained) the first page waits for the warm-up, as before."""
+    assert _lone_page_wait(lambda: False, warmup=0.6) >= 0.6

@@ -1,0 +1,40 @@
+"""The crawl benchmark's sites look like users' sites when asked: reprints on other sites, dates before and
+after their originals or none, the newest story listed first."""
+from __future__ import annotations
+
+import re
+
+from benchmarks.bench_crawl import build_sites, make_articles
+
+POOL = [f"第{i}句话讲的是一件不同的事情。" for i in range(200)]
+
+
+def test_dated_reprints_live_on_other_sites_with_earlier_later_and_missing_dates():
+    pages = make_articles(400, POOL, copy_every=4, sites=3, dates=True)
+    copies = [a for a in pages if a.copy_of is not None]
+    assert len(copies) == 100
+    assert all(a.site != pages[a.copy_of].site for a in copies)
+    assert all(a.published for a in pages if a.copy_of is None)
+    earlier = sum(1 for a in copies if a.published and a.published < pages[a.copy_of].published)
+    later = sum(1 for a in copies if a.published and a.published > pages[a.copy_of].published)
+    undated = sum(1 for a in copies if a.published is None)
+    assert earlier + later + undated == 100 and min(earlier, later, undated) >= 10 and earlier > later
+
+
+def test_newest_story_is_listed_first_and_the_date_is_on_the_page():
+    pages = make_articles(120, POOL, copy_every=4, sites=2, dates=True)
+    sites = build_sites(pages, 2, newest_first=True)
+    first_list = sites["site0"]["/list/0.html"].payload().decode("utf-8")
+    numbers = [int(n) for n in re.findall(r'href="/a/(\d+)\.html"', first_list)]
+    assert numbers == sorted(numbers, reverse=True)
+    n = numbers[0]
+    page = sites["site0"][f"/a/{n}.html"].payload().decode("utf-8")
+    if pages[n].published:
+        assert f'content="{pages[n].published}T08:00:00+08:00"' in page
+
+
+def test_by_default_one_undated_site_with_every_nth_page_a_copy():
+    """Without --sites and --dates: one site, no dates, copies where --copy-every puts them."""
+    pages = make_articles(60, POOL, copy_every=3)
+    assert {a.site for a in pages} == {0} and all(a.published is None for a in pages)
+    assert [a.copy_of is not None for a in pages[:6]] == [False, False, True, False, False, True]
