@@ -10,11 +10,15 @@ look different to SimHash and hide copies.  Every rule here was checked against 
   the body, and only when they are short and carry no sentence punctuation -- so a body sentence that
   mentions 来源 or 编辑 stays;
 * related-link blocks: a "相关新闻 / 延伸阅读 / 推荐" heading in the second half of the body cuts it;
+* the article's end (cut_tail): after the body's running text, a run of date-stamped headlines, an inline
+  "相关报道：· ..." list, a share line or a copyright/disclaimer notice starts what is not body, and
+  everything from there on goes -- judged by structure, so it holds on a site's first page;
 * pirate-novel ads (NOVEL_INLINE): removed inside lines too, because pirate sites splice them into text.
 """
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -87,7 +91,8 @@ EDGE_MAX_LEN = 60
 RELATED_HEAD = re.compile(
     r"^[\s【\[]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
     r"延伸\s*[·•・]\s*推荐|更多精彩|往期回顾|往期推荐|热门文章|大家都在看|为您推荐|今日推荐|最新文章|"
-    r"相关报道|点击排行|热门排行|热点新闻|相关链接|推荐新闻|相关专题|热门资讯|最新资讯|上一篇|下一篇)[\s】\]:：>]*$")
+    r"相关报道|点击排行|热门排行|热点新闻|相关链接|推荐新闻|相关专题|热门资讯|最新资讯|上一篇|下一篇|"
+    r"为你推荐|新闻评论|热帖|热词)[\s】\]:：>]*$")
 
 NOVEL_INLINE = [re.compile(p) for p in (
     r"[（(]?\s*手机用户请(浏览|访问|到)[^\s，。）)]{0,40}(阅读|访问)?[，,]?\s*(更优质的|更好的)?(阅读体验)?[。.]?\s*[)）]?",
@@ -173,6 +178,67 @@ def cut_footer(lines: list[str]) -> list[str]:
     return lines
 
 
+# A headline of a recommendation list: a numeric date (and time) on a line of its own, at the end of a short
+# line ("2018-03-02 08:58:39", "（2005-04-03 17:19PM）", "(04-19)") or in brackets at its start ("[2005-08-21]");
+# not "2013年3月30日": tables and chronologies in a body write dates that way.
+STAMP = re.compile(
+    r"^\d{1,2}:\d{2}(:\d{2})?$"
+    r"|^[\[【(（]?\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(\s*\d{1,2}:\d{2}(:\d{2})?)?[\]】)）]?$"
+    r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(\s*\d{1,2}:\d{2}(:\d{2})?\s*([AP]M)?)?[\]】)）]?$"
+    r"|[(（]\d{1,2}[-/]\d{1,2}[)）]$"
+    r"|^[\[【(（]\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[\]】)）]")
+STAMP_LINE_MAX = 60          # a dated line longer than this is a paragraph that ends with a date
+STAMP_RUN = 3                # this many dated lines ...
+STAMP_WINDOW = 8             # ... among this many lines make a headline list
+TAIL_WORDS = (r"相关新闻|相关阅读|相关报道|相关链接|相关文章|延伸阅读|推荐阅读|为你推荐|为您推荐|猜你喜欢|热点推荐|"
+              r"热门推荐|今日推荐|精彩推荐|其他报道|更多报道|图片精选|新闻评论|热帖|热词|热门文章|往期回顾")
+# A related heading with its list on the same line: "相关报道： · 标题（2005-04-03）· 标题".
+RELATED_INLINE = re.compile(rf"^[\s【\[]*({TAIL_WORDS})[\s】\]:：]*.{{0,30}}[·•]")
+# Lines that close an article: a share bar, a disclaimer, a copyright / anti-piracy notice, a newsroom notice.
+TAIL_MARK = re.compile(
+    r"^(分享(到|至)?[:：]|[【\[]?(反侵权公告|版权与免责声明|版权声明|免责声明|著作权声明|特别声明)|"
+    r".{0,12}版权与免责声明|原创版权禁止|声明[:：].{0,80}不构成投资建议)")
+TAIL_HEAD_MAX = 16           # a heading above a headline list: this short, no sentence punctuation
+
+
+def is_stamp(line: str) -> bool:
+    """A date-stamped headline line (or a bare date or time) of a recommendation list."""
+    return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line))
+
+
+def running_chars(line: str) -> int:
+    """A paragraph's characters (20+ characters with sentence punctuation), 0 for headlines and labels."""
+    return len(line) if len(line) >= 20 and re.search(r"[。！？!?…]", line) else 0
+
+
+def tail_starts(lines: list[str]) -> Iterator[int]:
+    """Where a non-body tail may begin: a dated headline run, an inline related list or a closing line."""
+    i = 1
+    while i < len(lines):
+        line = lines[i]
+        if TAIL_MARK.search(line) or RELATED_INLINE.search(line):
+            yield i
+        elif is_stamp(line) and sum(map(is_stamp, lines[i:i + STAMP_WINDOW])) >= STAMP_RUN:
+            j = i
+            while j > 1 and i - j < 2 and len(lines[j - 1]) <= TAIL_HEAD_MAX * 4 and not SENTENCE_END.search(lines[j - 1]):
+                j -= 1   # the first headline (its date on the next line) and the list's heading
+            yield j
+            while i + 1 < len(lines) and (is_stamp(lines[i + 1]) or not running_chars(lines[i + 1])):
+                i += 1   # the rest of this run
+        i += 1
+
+
+def cut_tail(lines: list[str]) -> list[str]:
+    """Cut the article where its tail begins: the first start with more running text before it than after."""
+    before = [0]
+    for line in lines:
+        before.append(before[-1] + running_chars(line))
+    for at in tail_starts(lines):
+        if before[at] >= max(1, before[-1] - before[at]):
+            return lines[:at]
+    return lines
+
+
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
@@ -239,8 +305,8 @@ def rejoin(lines: list[str]) -> list[str]:
 
 
 def clean_lines(lines: list[str]) -> list[str]:
-    """The full post-filter: inline novel ads, whole-line junk, related blocks, edge credits."""
-    out = [strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]
+    """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits."""
+    out = cut_tail([strip_novel_ads(BULLET.sub("", line.strip())) for line in lines])
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
     out = cut_related(cut_footer(out))
     return strip_edges(cut_at_end_mark(out))
