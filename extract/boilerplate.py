@@ -239,6 +239,26 @@ def cut_tail(lines: list[str]) -> list[str]:
     return lines
 
 
+# Clauses of a site footer: licences, copyright, contact and advertising lines, reprint terms, site links.
+FOOTER_CLAUSE = re.compile(
+    r"(ICP备|ICP证|公网安备|许可证|版权所有|All Rights Reserved|Copyright|©|违法和不良信息|举报|联系我们|关于我们|"
+    r"网站地图|广告|合作|电话|传真|邮箱|E-?mail|地址|邮编|授权|转载|镜像|法律责任|不代表.{0,10}观点|隐私|免责)", re.I)
+CLAUSE_SPLIT = re.compile(r"[，。；;,！!？?\n|｜]+")
+FOOTER_SHARE = 0.4           # a candidate body with this share of footer clauses is a footer, not a story
+
+
+def footer_share(text: str) -> float:
+    """Share of the text's characters in footer clauses (licence, copyright, contact, reprint terms)."""
+    clauses = [c for c in (re.sub(r"\s+", "", c) for c in CLAUSE_SPLIT.split(text)) if c]
+    total = sum(map(len, clauses))
+    return sum(len(c) for c in clauses if FOOTER_CLAUSE.search(c)) / total if total else 0.0
+
+
+def is_footer(text: str) -> bool:
+    """A block made of copyright, ICP licence, contact and navigation lines: never an article body."""
+    return footer_share(text) >= FOOTER_SHARE
+
+
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
