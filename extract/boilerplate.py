@@ -219,10 +219,9 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
         if TAIL_MARK.search(line) or RELATED_INLINE.search(line):
             yield i
         elif is_stamp(line) and sum(map(is_stamp, lines[i:i + STAMP_WINDOW])) >= STAMP_RUN:
-            j = i
-            while j > 1 and i - j < 2 and len(lines[j - 1]) <= TAIL_HEAD_MAX * 4 and not SENTENCE_END.search(lines[j - 1]):
-                j -= 1   # the first headline (its date on the next line) and the list's heading
-            yield j
+            bare = not re.search(r"[^\d\s:/.\-\[\]【】()（）]", line)
+            headline = len(lines[i - 1]) <= STAMP_LINE_MAX and not SENTENCE_END.search(lines[i - 1])
+            yield i - 1 if bare and headline and not is_stamp(lines[i - 1]) and i > 1 else i   # its headline above
             while i + 1 < len(lines) and (is_stamp(lines[i + 1]) or not running_chars(lines[i + 1])):
                 i += 1   # the rest of this run
         i += 1
@@ -235,8 +234,25 @@ def cut_tail(lines: list[str]) -> list[str]:
         before.append(before[-1] + running_chars(line))
     for at in tail_starts(lines):
         if before[at] >= max(1, before[-1] - before[at]):
-            return lines[:at]
+            return lines[:tail_labels(lines, at)]
     return lines
+
+
+TAIL_LABELS = 6              # at most this many column labels above a tail belong to it
+
+
+def tail_labels(lines: list[str], at: int) -> int:
+    """Where the tail really begins: column labels right above it (重点推荐, 证券要闻: short, no sentence, no
+    digits) belong to it; a signing date or a credit line does not."""
+    j = at
+    while j > 1 and at - j < TAIL_LABELS and is_label(lines[j - 1]):
+        j -= 1
+    return j
+
+
+def is_label(line: str) -> bool:
+    """A column or widget label: a few characters, no sentence punctuation, no digits."""
+    return 0 < len(line) <= TAIL_HEAD_MAX and not re.search(r"[。！？!?…，,；;\d]", line)
 
 
 # Clauses of a site footer: licences, copyright, contact and advertising lines, reprint terms, site links.

@@ -76,3 +76,11 @@ def test_recommendation_block_on_a_first_seen_page_without_article_tag() -> None
             "<div class='rec'><h3>为你推荐</h3><ul>" + recs + "</ul></div></div>"
             "<div class='foot'>Copyright © 2019 小站新闻 京ICP备12345678号</div></body></html>")
     assert extract(html.encode("utf-8")).text.split("\n") == BODY
+
+
+def test_column_labels_above_a_tail_go_with_it_a_signing_date_stays() -> None:
+    """NetEase-style: 重点推荐 / 证券要闻 labels, then a keyword list of dated headlines."""
+    tail = ["重点推荐", "证券要闻", "行业动态", "公司新闻", "关键词阅读：", "保监会发布员工持股计划有关事项 2015/07/03",
+            "保监会规范险企员工持股计划 2015/07/03", "保监会推进互联网险企试点 2015/07/03", "0人参与", "跟贴热词："]
+    assert clean_lines(BODY + tail) == BODY
+    assert cut_tail(BODY + ["2012年6月24日"] + tail[4:]) == BODY + ["2012年6月24日"]
