@@ -13,7 +13,8 @@ README).  A page whose gold is empty (list page) scores 1.0 when the extractor r
 otherwise.  Also: readability_zh reference pages (expected.html as gold) and the trafilatura_zh
 "with"/"without" snippets; the Chinese-Web-Content-Extraction-Dataset (69 pages, *.cleaned.txt gold) and
 newspaper4k's 3 pages, scored the same way; the twnews Taiwan pages, whose tests assert only one body
-sentence, as a recall check (sentence found or not).  Per data set: means, and the pages furthest below
+sentence, as a recall check (sentence found or not); the 74 NetEase finance pages (no gold) as a tail
+check: how many bodies keep dated headline lists, related headings or share/disclaimer lines.  Per data set: means, and the pages furthest below
 trafilatura.  Time per page for both extractors in the same run.
 Goals (issue 9): average F1 >= 0.95, no page worse than trafilatura by > 0.02, time <= 1.5x.
 """
@@ -182,7 +183,7 @@ CWCE_SITES = {
 }
 HOST_SUFFIX = re.compile(r"\.(com|net|org|edu|gov|ac)?\.?(cn|com|net|org|tw|hk)$")
 CLEANEVAL_WRAPPER = re.compile(rb"^\s*<text\b[^>]*>[^\n]*\n")
-SITE_NAMED = ("cwce", "newspaper4k", "twnews")
+SITE_NAMED = ("cwce", "newspaper4k", "twnews", "cx")
 
 
 def site_of_url(url: str) -> str:
@@ -310,8 +311,25 @@ def run(repeat: int, split: str = "all") -> dict:
                      "base": prf(gold, base), "prev": prf(gold, previous(raw)), "ms_ours": t_ours, "ms_base": t_base})
     sentences = [{"page": name, "product": sentence in product(raw), "trafilatura": sentence in plain(raw)}
                  for name, raw, sentence in twnews_checks() if in_split(name, split)]
-    return {"split": split, "rows": rows, "sentences": sentences,
+    return {"split": split, "rows": rows, "sentences": sentences, "tails": tail_checks(split),
             "snippets": snippet_checks() if split == "all" else []}
+
+
+def tail_lines(text: str) -> int:
+    """Lines of an article's tail left in a body: dated headlines, related headings, share/disclaimer lines."""
+    from extract.boilerplate import RELATED_HEAD, RELATED_INLINE, TAIL_MARK, is_stamp
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    return sum(is_stamp(x) or bool(TAIL_MARK.search(x) or RELATED_INLINE.search(x) or RELATED_HEAD.match(x))
+               for x in lines)
+
+
+def tail_checks(split: str) -> list[dict]:
+    """The 74 NetEase finance pages (no gold; site 163): tail lines left in each extractor's body."""
+    root = DATA / "cx-extractor-python-netease"
+    if not in_split("cx:163/x", split) or not root.exists():
+        return []
+    return [{"page": f.name, "product": tail_lines(product(f.read_bytes())), "trafilatura": tail_lines(plain(f.read_bytes()))}
+            for f in sorted(root.glob("*.html"))]
 
 
 SETS = (("gne", "gne (44 pages, gold: tests/extract/gold)"), ("readability_zh", "readability_zh"),
@@ -409,6 +427,12 @@ def report(result: dict, worst: int = 8) -> None:
         for s in result["sentences"]:
             print(f"  {s['page']:38s} product {'yes' if s['product'] else 'NO '}  trafilatura "
                   f"{'yes' if s['trafilatura'] else 'NO'}")
+    if result.get("tails"):
+        tails = result["tails"]
+        print(f"\nNetEase finance pages (cx-extractor, no gold, site 163): pages whose body keeps tail lines (dated "
+              f"headlines, related headings, share/disclaimer lines): product "
+              f"{sum(t['product'] > 0 for t in tails)}/{len(tails)}, trafilatura {sum(t['trafilatura'] > 0 for t in tails)}"
+              f"/{len(tails)}")
     if result["snippets"]:
         print("\ntrafilatura_zh snippets (share of with/without checks passed):")
     for s in result["snippets"]:
