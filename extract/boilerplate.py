@@ -66,6 +66,9 @@ ALWAYS = [re.compile(p) for p in (
     r"^.{0,80}[（(][\u4e00-\u9fff]{2,4}\s*摄[)）]$",
 )]
 
+# The same patterns as one alternation: one regex scan per line instead of one per pattern (~40x fewer calls).
+ALWAYS_ANY = re.compile("|".join(f"(?:{p.pattern})" for p in ALWAYS))
+
 CREDIT_WORDS = re.compile(
     r"(责任编辑|责编|编辑|作者|记者|通讯员|采写|撰文|校对|审核|审校|监制|统筹|摄影|摄像|制作|编译|供稿|"
     r"来源|稿源|出处|原创|执笔|文/|图/|文／)")
@@ -137,14 +140,14 @@ SENTENCE = re.compile(r"[^。！？!?]*(?:[。！？!?]+[”’」』）)]*|$)")
 
 def is_junk(line: str) -> bool:
     """A line that is never article text (a paragraph loses only its junk sentences: drop_junk_sentences)."""
-    return len(line) <= JUNK_LINE_MAX and any(p.search(line) for p in ALWAYS)
+    return len(line) <= JUNK_LINE_MAX and bool(ALWAYS_ANY.search(line))
 
 
 def drop_junk_sentences(line: str) -> str:
     """A long paragraph without the sentences that are never article text (a reprint disclaimer pasted in)."""
-    if len(line) <= JUNK_LINE_MAX or not any(p.search(line) for p in ALWAYS):
+    if len(line) <= JUNK_LINE_MAX or not ALWAYS_ANY.search(line):
         return line
-    return "".join(s for s in SENTENCE.findall(line) if not any(p.search(s) for p in ALWAYS)).strip()
+    return "".join(s for s in SENTENCE.findall(line) if not ALWAYS_ANY.search(s)).strip()
 
 
 def strip_novel_ads(line: str) -> str:
