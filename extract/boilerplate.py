@@ -200,7 +200,9 @@ RELATED_INLINE = re.compile(rf"^[\s【\[]*({TAIL_WORDS})[\s】\]:：]*.{{0,30}}[
 # Lines that close an article: a share bar, a disclaimer, a copyright / anti-piracy notice, a newsroom notice.
 TAIL_MARK = re.compile(
     r"^(分享(到|至)?[:：]|[【\[]?(反侵权公告|版权与免责声明|版权声明|免责声明|著作权声明|特别声明)|"
-    r".{0,12}版权与免责声明|原创版权禁止|声明[:：].{0,80}不构成投资建议)")
+    r".{0,12}版权与免责声明|原创版权禁止|声明[:：].{0,80}不构成投资建议|"
+    r"[【\[(（]?\s*(责任编辑|责编)\s*[:：]|[（(]?原标题[:：]|(来源|稿源)[:：]\s*[^\s\d，。]{1,20}$|"
+    r"[【\[]?\s*(打印本文|打印本页|打印此文|关闭窗口|发送给朋友|返回页首|返回顶部))")
 TAIL_HEAD_MAX = 16           # a heading above a headline list: this short, no sentence punctuation
 
 

@@ -44,6 +44,9 @@ def test_recommendation_headings_cut_the_block_below(head: str) -> None:
     ["相关报道： · 富夫妻望子成龙假离婚 三月后丈夫另娶（2005-04-03 17:19PM） · 沪银行关照直系亲属房贷记录（2005-04-01）"],
     ["分享：", "微信", "微博", "时报观察", "1、央行开展逆回购操作", "2、多地出台楼市新政", TEASER],
     ["声明：本文仅代表作者个人观点，不构成投资建议。", "时报观察", "1、央行开展逆回购操作", "2、多地出台楼市新政"],
+    ["来源：新华网", "发送给朋友", "打印本文", "返回页首 | 关闭窗口", "火爆招商信息", "风湿、类风湿获重大突破", "老婆口述:老公越来越棒"],
+    ["（原标题：龙湖集团“暗伤”曝露）", "热门", "央行开展逆回购操作", "多地出台楼市新政", TEASER],
+    ["责任编辑：王鹏", "时报观察", "1、央行开展逆回购操作", "2、多地出台楼市新政", "3、共享单车押金难退"],
     ["反侵权公告：", "根据《中华人民共和国著作权法》等法律法规，未经书面许可，擅自转载本报社作品的，将涉嫌侵犯著作权人合法权益。",
      "一、任何单位或个人使用本报社的原创内容，必须事先取得本报社书面授权；"],
 ])
@@ -60,9 +63,10 @@ def test_dates_inside_the_body_stay() -> None:
     assert cut_tail(dated_first) == dated_first
 
 
-def test_a_closing_line_before_most_of_the_text_does_not_cut_it() -> None:
-    """A share bar above the article is not its end: more running text follows than precedes it."""
-    lines = ["快讯", "分享：", P1, P2, P3]
+@pytest.mark.parametrize("mark", ["分享：", "来源：新华网", "责任编辑：王鹏", "（原标题：龙湖集团“暗伤”曝露）"])
+def test_a_closing_line_before_most_of_the_text_does_not_cut_it(mark: str) -> None:
+    """A share bar or a credit above the article is not its end: more running text follows than precedes it."""
+    lines = ["快讯", mark, P1, P2, P3]
     assert cut_tail(lines) == lines
 
 
