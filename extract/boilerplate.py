@@ -280,6 +280,30 @@ def is_footer(text: str) -> bool:
     return footer_share(text) >= FOOTER_SHARE
 
 
+# Credit lines that carry data: the story's original headline, its source outlet, its responsible editor.
+CREDITS = (
+    ("original_title", re.compile(r"^[（(【\[]?\s*(?:本文)?原标题[:：]\s*[《「]?(.{2,120}?)[》」]?\s*[)）】\]]?$")),
+    ("source", re.compile(r"^[（(【\[]?\s*(?:文章|本文|新闻)?(?:来源|稿源)\s*[:：]\s*([^\s，。；;:：|｜)）】\]]{2,30})")),
+    ("editor", re.compile(r"(?:责任编辑|责编)\s*[:：]\s*([\u4e00-\u9fff·]{2,6}|[A-Za-z][A-Za-z .]{1,30}[A-Za-z])")),
+)
+CREDIT_LINE_MAX = 80         # a longer line is a paragraph, not a credit
+
+
+def credit_fields(lines: list[str]) -> dict[str, str]:
+    """原标题 / 来源 / 责任编辑 values from the credit lines around a body, so they move into fields when the
+    boilerplate filter takes the lines out of the text (the first value of each kind)."""
+    out: dict[str, str] = {}
+    for line in lines:
+        line = line.strip()
+        if not line or len(line) > CREDIT_LINE_MAX:
+            continue
+        for name, pattern in CREDITS:
+            m = pattern.search(line)
+            if m and name not in out:
+                out[name] = m.group(1).strip()
+    return out
+
+
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
