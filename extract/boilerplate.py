@@ -304,6 +304,25 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
     return out
 
 
+MENU_SPLIT = re.compile(r"[\s\-|｜\\/·•>»]+")
+MENU_ITEMS = 5               # a line of at least this many items ...
+MENU_ITEM_MAX = 4            # ... none longer than this, and no punctuation: a channel menu
+
+
+def is_menu_line(line: str) -> bool:
+    """A channel menu flattened into one line: 首页 滚动 国内 国际 财经 ... or 新闻 \\ 行情 \\ 评测 ..."""
+    if re.search(r"[。，！？；：,!?;:]", line):
+        return False
+    items = [t for t in MENU_SPLIT.split(line) if t]
+    return len(items) >= MENU_ITEMS and all(len(t) <= MENU_ITEM_MAX for t in items)
+
+
+def drop_leading_menus(lines: list[str]) -> list[str]:
+    """Channel-menu lines above the body's first paragraph go (a list of names inside the body stays)."""
+    first = next((i for i, line in enumerate(lines) if running_chars(line)), len(lines))
+    return [line for i, line in enumerate(lines) if i >= first or not is_menu_line(line)]
+
+
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
@@ -373,7 +392,7 @@ def clean_lines(lines: list[str]) -> list[str]:
     """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits."""
     out = cut_tail([strip_novel_ads(BULLET.sub("", line.strip())) for line in lines])
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
-    out = cut_related(cut_footer(out))
+    out = drop_leading_menus(cut_related(cut_footer(out)))
     return strip_edges(cut_at_end_mark(out))
 
 

@@ -88,3 +88,11 @@ def test_column_labels_above_a_tail_go_with_it_a_signing_date_stays() -> None:
             "保监会规范险企员工持股计划 2015/07/03", "保监会推进互联网险企试点 2015/07/03", "0人参与", "跟贴热词："]
     assert clean_lines(BODY + tail) == BODY
     assert cut_tail(BODY + ["2012年6月24日"] + tail[4:]) == BODY + ["2012年6月24日"]
+
+
+def test_channel_menus_above_the_first_paragraph_go_a_list_of_names_in_the_body_stays() -> None:
+    menus = ["雅虎中国 - 体育 - 娱乐 - 房产 - 汽车 - 电邮", "首页 滚动 国内 国际 财经 社会 声音 专题 两性 幻灯",
+             "首 页 新闻 \\ 行情 \\ 评测 \\ 调研 \\ 数码导购 \\ 学院"]
+    assert clean_lines(menus + BODY) == BODY
+    names = "获奖者 张三 李四 王五 赵六 钱七 孙八"
+    assert clean_lines([P1, names, P2, P3]) == [P1, names, P2, P3]
