@@ -11,8 +11,11 @@ look different to SimHash and hide copies.  Every rule here was checked against 
   mentions 来源 or 编辑 stays;
 * related-link blocks: a "相关新闻 / 延伸阅读 / 推荐" heading in the second half of the body cuts it;
 * the article's end (cut_tail): after the body's running text, a run of date-stamped headlines, an inline
-  "相关报道：· ..." list, a share line or a copyright/disclaimer notice starts what is not body, and
-  everything from there on goes -- judged by structure, so it holds on a site's first page;
+  "相关报道：· ..." list, a share or print bar, a 来源/责任编辑/原标题 line or a copyright/disclaimer
+  notice starts what is not body, and it goes with everything after it (and the column labels just above
+  it) -- judged by structure, so it holds on a site's first page; channel menus above the first paragraph go;
+* footers (is_footer): a candidate body made of licence, copyright, contact and reprint-terms clauses;
+* credit fields (credit_fields): 原标题 / 来源 / 责任编辑 values read off the lines the filter removes;
 * pirate-novel ads (NOVEL_INLINE): removed inside lines too, because pirate sites splice them into text.
 """
 from __future__ import annotations
@@ -203,7 +206,7 @@ TAIL_MARK = re.compile(
     r".{0,12}版权与免责声明|原创版权禁止|声明[:：].{0,80}不构成投资建议|"
     r"[【\[(（]?\s*(责任编辑|责编)\s*[:：]|[（(]?原标题[:：]|(来源|稿源)[:：]\s*[^\s\d，。]{1,20}$|"
     r"[【\[]?\s*(打印本文|打印本页|打印此文|关闭窗口|发送给朋友|返回页首|返回顶部))")
-TAIL_HEAD_MAX = 16           # a heading above a headline list: this short, no sentence punctuation
+LABEL_MAX = 16               # a column label above a tail (重点推荐, 证券要闻) is at most this long
 
 
 def is_stamp(line: str) -> bool:
@@ -224,12 +227,17 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
         if TAIL_MARK.search(line) or RELATED_INLINE.search(line):
             yield i
         elif is_stamp(line) and sum(map(is_stamp, lines[i:i + STAMP_WINDOW])) >= STAMP_RUN:
-            bare = not re.search(r"[^\d\s:/.\-\[\]【】()（）]", line)
-            headline = len(lines[i - 1]) <= STAMP_LINE_MAX and not SENTENCE_END.search(lines[i - 1])
-            yield i - 1 if bare and headline and not is_stamp(lines[i - 1]) and i > 1 else i   # its headline above
+            yield i - 1 if i > 1 and headline_above(lines, i) else i
             while i + 1 < len(lines) and (is_stamp(lines[i + 1]) or not running_chars(lines[i + 1])):
                 i += 1   # the rest of this run
         i += 1
+
+
+def headline_above(lines: list[str], i: int) -> bool:
+    """Whether a run starting with a bare date or time at i has its first headline on the line above."""
+    bare = not re.search(r"[^\d\s:/.\-\[\]【】()（）]", lines[i])
+    above = lines[i - 1]
+    return bare and len(above) <= STAMP_LINE_MAX and not SENTENCE_END.search(above) and not is_stamp(above)
 
 
 def cut_tail(lines: list[str]) -> list[str]:
@@ -257,7 +265,7 @@ def tail_labels(lines: list[str], at: int) -> int:
 
 def is_label(line: str) -> bool:
     """A column or widget label: a few characters, no sentence punctuation, no digits."""
-    return 0 < len(line) <= TAIL_HEAD_MAX and not re.search(r"[。！？!?…，,；;\d]", line)
+    return 0 < len(line) <= LABEL_MAX and not re.search(r"[。！？!?…，,；;\d]", line)
 
 
 # Clauses of a site footer: licences, copyright, contact and advertising lines, reprint terms, site links.
