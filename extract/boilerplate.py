@@ -196,6 +196,8 @@ STAMP = re.compile(
 STAMP_LINE_MAX = 60          # a dated line longer than this is a paragraph that ends with a date
 STAMP_RUN = 3                # this many dated lines ...
 STAMP_WINDOW = 8             # ... among this many lines make a headline list
+# One headline of a numbered column list: "1、央行开展逆回购操作" (short, no punctuation inside).
+NUMBERED_HEADLINE = re.compile(r"^\d{1,2}\s*[、.．]\s*[^，。；：,;:！？!?]{4,36}$")
 TAIL_WORDS = (r"相关新闻|相关阅读|相关报道|相关链接|相关文章|延伸阅读|推荐阅读|为你推荐|为您推荐|猜你喜欢|热点推荐|"
               r"热门推荐|今日推荐|精彩推荐|其他报道|更多报道|图片精选|新闻评论|热帖|热词|热门文章|往期回顾")
 # A related heading with its list on the same line: "相关报道： · 标题（2005-04-03）· 标题".
@@ -220,12 +222,16 @@ def running_chars(line: str) -> int:
 
 
 def tail_starts(lines: list[str]) -> Iterator[int]:
-    """Where a non-body tail may begin: a dated headline run, an inline related list or a closing line."""
+    """Where a non-body tail may begin: a dated headline run, a labelled numbered headline list, an inline
+    related list or a closing line."""
     i = 1
     while i < len(lines):
         line = lines[i]
         if TAIL_MARK.search(line) or RELATED_INLINE.search(line):
             yield i
+        elif is_label(lines[i - 1]) and all(NUMBERED_HEADLINE.match(x) for x in lines[i:i + STAMP_RUN]) \
+                and len(lines) >= i + STAMP_RUN:
+            yield i - 1   # a column's numbered headlines under its name (时报观察 / 1、... 2、... 3、...)
         elif is_stamp(line) and sum(map(is_stamp, lines[i:i + STAMP_WINDOW])) >= STAMP_RUN:
             yield i - 1 if i > 1 and headline_above(lines, i) else i
             while i + 1 < len(lines) and (is_stamp(lines[i + 1]) or not running_chars(lines[i + 1])):

@@ -96,3 +96,10 @@ def test_channel_menus_above_the_first_paragraph_go_a_list_of_names_in_the_body_
     assert clean_lines(menus + BODY) == BODY
     names = "获奖者 张三 李四 王五 赵六 钱七 孙八"
     assert clean_lines([P1, names, P2, P3]) == [P1, names, P2, P3]
+
+
+def test_a_column_of_numbered_headlines_ends_the_article_numbered_points_in_the_body_stay() -> None:
+    column = ["时报观察", "1、央行开展逆回购操作", "2、多地出台楼市新政", "3、共享单车押金难退", "4、新能源车销量创新高"]
+    assert clean_lines(BODY + column) == BODY
+    points = ["主要措施", "1、加强市场监管，规范收费行为；", "2、完善退费机制，保障用户权益；", "3、推动行业自律。"]
+    assert clean_lines(BODY + points) == BODY + points
