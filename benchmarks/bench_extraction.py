@@ -11,7 +11,11 @@ Word-level scores: jieba tokens (punctuation and whitespace dropped) as a bag of
 recall and F1 of the extracted body against the hand-made gold body (tests/extract/gold/gne, see its
 README).  A page whose gold is empty (list page) scores 1.0 when the extractor returns nothing and 0.0
 otherwise.  Also: readability_zh reference pages (expected.html as gold) and the trafilatura_zh
-"with"/"without" snippets.  Time per page for both extractors in the same run.
+"with"/"without" snippets; the Chinese-Web-Content-Extraction-Dataset (69 pages, *.cleaned.txt gold) and
+newspaper4k's 3 pages, scored the same way; the twnews Taiwan pages, whose tests assert only one body
+sentence, as a recall check (sentence found or not); the 74 NetEase finance pages (no gold) as a tail
+check: how many bodies keep dated headline lists, related headings or share/disclaimer lines.  Per data set: means, and the pages furthest below
+trafilatura.  Time per page for both extractors in the same run.
 Goals (issue 9): average F1 >= 0.95, no page worse than trafilatura by > 0.02, time <= 1.5x.
 """
 from __future__ import annotations
@@ -72,9 +76,12 @@ def product(raw: bytes) -> str:
 
 
 def site_of(page: str) -> str:
-    """The site a gold page comes from: tests_163_2 -> 163, readability:qq -> qq, novel:X -> novel."""
+    """The site a gold page comes from: tests_163_2 -> 163, readability:qq -> qq, cwce:sohu/1a2b -> sohu,
+    novel:X -> novel."""
     if ":" in page:
         kind, name = page.split(":", 1)
+        if kind in SITE_NAMED:
+            return name.split("/")[0]
         return name if kind == "readability" else kind
     m = re.match(r"^tests?_(?:list_page_)?(.+?)_[^_]+$", page)
     return m.group(1) if m else page
@@ -155,13 +162,77 @@ def gne_gold() -> dict[str, str]:
 
 
 def gold_pages() -> list[tuple[str, bytes, str]]:
-    """(name, html bytes, gold text) for the gne pages and the readability_zh references."""
+    """(name, html bytes, gold text) for the gne pages, the readability_zh references, the CWCE pages
+    and the newspaper4k pages."""
     pages = [(name, (DATA / "gne" / f"{name}.html").read_bytes(), gold) for name, gold in gne_gold().items()]
     for d in sorted((DATA / "readability_zh").iterdir()):
         if (d / "expected.html").exists():
             ref = lxml.html.fromstring((d / "expected.html").read_bytes().decode("utf-8"))
             pages.append((f"readability:{d.name}", (d / "source.html").read_bytes(), ref.text_content()))
-    return pages
+    return pages + cwce_pages() + newspaper4k_pages()
+
+
+# Site names of CWCE pages whose index row has no URL (the modern pages): read off each page's
+# canonical link, logo or title by hand.  The split is by site, so a page needs its site's name.
+CWCE_SITES = {
+    "0ef8393b": "rfi", "2397c95d": "hanspub", "274a65d9": "dahe", "36efbc69": "36efbc69", "3e1af229": "shjnet",
+    "47f387e6": "cbzw", "500b350d": "bynr", "658d9f03": "bilibili", "91bdf33e": "henandaily",
+    "9890f458": "yndaily", "aefcf136": "chinatibetnews", "b26fbb82": "people", "c4d032a1": "tywbw",
+    "d232c5df": "nmg", "d5bced5e": "wikipedia", "d8d4c4ec": "sohu", "d96c76b7": "51offer", "e8847578": "jl",
+    "f51248cc": "yangtse", "f70d9c97": "cnr",
+}
+HOST_SUFFIX = re.compile(r"\.(com|net|org|edu|gov|ac)?\.?(cn|com|net|org|tw|hk)$")
+CLEANEVAL_WRAPPER = re.compile(rb"^\s*<text\b[^>]*>[^\n]*\n")
+SITE_NAMED = ("cwce", "newspaper4k", "twnews", "cx")
+
+
+def site_of_url(url: str) -> str:
+    """The registered name of a URL's host: http://cn.news.yahoo.com/x -> yahoo, biz.163.com -> 163."""
+    host = re.sub(r"^\w+://", "", url).split("/")[0].split(":")[0].lower()
+    return HOST_SUFFIX.sub("", host).split(".")[-1]
+
+
+def cwce_pages() -> list[tuple[str, bytes, str]]:
+    """Chinese-Web-Content-Extraction-Dataset: html (CleanEval <text ...> wrapper line dropped) and the
+    hand-copied body (*.cleaned.txt); named cwce:SITE/ID."""
+    root = DATA / "chinese-web-content-extraction-dataset"
+    if not (root / "index.tsv").exists():
+        return []
+    out = []
+    for row in (root / "index.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        cols = row.split("\t")
+        stem, url = cols[0][:-len(".html")], cols[2] if cols[1] == "True" else ""
+        site = site_of_url(url) if url else CWCE_SITES[stem[:8]]
+        raw = CLEANEVAL_WRAPPER.sub(b"", (root / cols[0]).read_bytes(), count=1)
+        gold = (root / f"{stem}.cleaned.txt").read_text(encoding="utf-8", errors="replace")
+        out.append((f"cwce:{site}/{stem[:8]}", raw, gold))
+    return out
+
+
+NEWSPAPER4K_SITES = {"chinese_article": "bbc", "chinese_article_001": "chinadaily", "chinese_article_002": "xinhuanet"}
+
+
+def newspaper4k_pages() -> list[tuple[str, bytes, str]]:
+    """newspaper4k's three Chinese test pages with their expected body text; named newspaper4k:SITE/NAME."""
+    root = DATA / "newspaper4k"
+    return [(f"newspaper4k:{site}/{name}", (root / f"{name}.html").read_bytes(),
+             (root / f"{name}.gold.txt").read_text(encoding="utf-8"))
+            for name, site in NEWSPAPER4K_SITES.items() if (root / f"{name}.html").exists()]
+
+
+TWNEWS_SENTENCE = re.compile(r"def test_01_sample.*?assertIn\('([^']+)',\s*nsoup\.contents\(\)\)", re.S)
+
+
+def twnews_checks() -> list[tuple[str, bytes, str]]:
+    """Taiwan pages (traditional script) with the one body sentence their tests assert: a recall check only."""
+    root = DATA / "twnews"
+    out = []
+    for test in sorted(root.glob("test_soup_*.py")):
+        site = test.stem[len("test_soup_"):]
+        m = TWNEWS_SENTENCE.search(test.read_text(encoding="utf-8"))
+        if m and (root / f"{site}.html").exists():
+            out.append((f"twnews:{site}/{site}", (root / f"{site}.html").read_bytes(), m.group(1)))
+    return out
 
 
 PIRATE_ADS = ("手机用户请浏览m.biquge.info阅读，更优质的阅读体验。",
@@ -236,9 +307,43 @@ def run(repeat: int, split: str = "all") -> dict:
     for name, raw, gold in pages:
         ours, t_ours = timed(product, raw, repeat)
         base, t_base = timed(plain, raw, repeat)
-        rows.append({"page": name, "site": site_of(name), "ours": prf(gold, ours), "base": prf(gold, base),
-                     "prev": prf(gold, previous(raw)), "ms_ours": t_ours, "ms_base": t_base})
-    return {"split": split, "rows": rows, "snippets": snippet_checks() if split == "all" else []}
+        rows.append({"page": name, "set": set_of(name), "site": site_of(name), "ours": prf(gold, ours),
+                     "base": prf(gold, base), "prev": prf(gold, previous(raw)), "ms_ours": t_ours, "ms_base": t_base,
+                     "base_empty": not base.strip()})
+    sentences = [{"page": name, "product": sentence in product(raw), "trafilatura": sentence in plain(raw)}
+                 for name, raw, sentence in twnews_checks() if in_split(name, split)]
+    return {"split": split, "rows": rows, "sentences": sentences, "tails": tail_checks(split),
+            "snippets": snippet_checks() if split == "all" else []}
+
+
+def tail_lines(text: str) -> int:
+    """Lines of an article's tail left in a body: dated headlines, related headings, share/disclaimer lines."""
+    from extract.boilerplate import RELATED_HEAD, RELATED_INLINE, TAIL_MARK, is_stamp
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    return sum(is_stamp(x) or bool(TAIL_MARK.search(x) or RELATED_INLINE.search(x) or RELATED_HEAD.match(x))
+               for x in lines)
+
+
+def tail_checks(split: str) -> list[dict]:
+    """The 74 NetEase finance pages (no gold; site 163): tail lines left in each extractor's body."""
+    root = DATA / "cx-extractor-python-netease"
+    if not in_split("cx:163/x", split) or not root.exists():
+        return []
+    return [{"page": f.name, "product": tail_lines(product(f.read_bytes())), "trafilatura": tail_lines(plain(f.read_bytes()))}
+            for f in sorted(root.glob("*.html"))]
+
+
+SETS = (("gne", "gne (44 pages, gold: tests/extract/gold)"), ("readability_zh", "readability_zh"),
+        ("cwce", "chinese-web-content-extraction-dataset"), ("newspaper4k", "newspaper4k"),
+        ("novel", "pirate novel pages (generic path, no profile)"))
+
+
+def set_of(page: str) -> str:
+    """The data set a page belongs to: gne, readability_zh, cwce, newspaper4k or novel."""
+    if ":" not in page:
+        return "gne"
+    kind = page.split(":", 1)[0]
+    return "readability_zh" if kind == "readability" else kind
 
 
 def template_run(templates: bool, warmup_seconds: float = 5.0) -> dict:
@@ -287,8 +392,8 @@ def template_report() -> None:
               f"merged as duplicates {r['merged']}   reprints on B: {copies}")
 
 
-def report(result: dict) -> None:
-    """Print the per-page table and the averages."""
+def report(result: dict, worst: int = 8) -> None:
+    """Print the per-page table, the averages per data set and the pages furthest below trafilatura."""
     rows = result["rows"]
     print(f"split: {result['split']} ({len({r['site'] for r in rows})} sites)   previous code: git {PREVIOUS}")
     print(f"{'page':38s} {'ours P/R/F1':>20s} {'previous P/R/F1':>20s} {'trafilatura P/R/F1':>20s} "
@@ -298,20 +403,40 @@ def report(result: dict) -> None:
         flag = "  <-- worse" if o[2] < b[2] - 0.02 else ""
         print(f"{r['page']:38s} {o[0]:.2f}/{o[1]:.2f}/{o[2]:.3f}     {v[0]:.2f}/{v[1]:.2f}/{v[2]:.3f}     "
               f"{b[0]:.2f}/{b[1]:.2f}/{b[2]:.3f}  {r['ms_ours']:8.1f} {r['ms_base']:8.1f}{flag}")
-    for label, sel in (("gne", [r for r in rows if ":" not in r["page"]]),
-                       ("readability_zh", [r for r in rows if r["page"].startswith("readability")]),
-                       ("pirate novel pages (generic path, no profile)", [r for r in rows if r["page"].startswith("novel")]),
-                       ("all", rows)):
+    for key, label in SETS + (("all", "all"),):
+        sel = rows if key == "all" else [r for r in rows if r["set"] == key]
         if not sel:
             continue
         avg = [statistics.mean(r[k][i] for r in sel) for k in ("ours", "base", "prev") for i in range(3)]
         t_o, t_b = sum(r["ms_ours"] for r in sel), sum(r["ms_base"] for r in sel)
         worse = sum(r["ours"][2] < r["base"][2] - 0.02 for r in sel)
-        print(f"\n{label}: {len(sel)} pages")
+        far = sum(r["ours"][2] < r["base"][2] - 0.10 for r in sel)
+        print(f"\n{label}: {len(sel)} pages, {len({r['site'] for r in sel})} sites")
         print(f"  product      P {avg[0]:.3f} R {avg[1]:.3f} F1 {avg[2]:.3f}   {t_o / len(sel):.1f} ms/page")
         print(f"  previous     P {avg[6]:.3f} R {avg[7]:.3f} F1 {avg[8]:.3f}   (git {PREVIOUS})")
         print(f"  trafilatura  P {avg[3]:.3f} R {avg[4]:.3f} F1 {avg[5]:.3f}   {t_b / len(sel):.1f} ms/page")
-        print(f"  time ratio {t_o / t_b:.2f}x   pages worse than trafilatura by > 0.02: {worse}")
+        both = [r for r in sel if not r.get("base_empty")]   # trafilatura gives up fast on pages it cannot decode
+        t_o2, t_b2 = sum(r["ms_ours"] for r in both), sum(r["ms_base"] for r in both)
+        print(f"  time ratio {t_o / t_b:.2f}x ({t_o2 / max(t_b2, 1e-9):.2f}x on the {len(both)} pages where trafilatura "
+              f"returns a body)   pages worse than trafilatura by > 0.02: {worse}, by > 0.10: {far}")
+    print(f"\nworst {worst} pages (product F1 minus trafilatura F1):")
+    for r in sorted(rows, key=lambda r: r["ours"][2] - r["base"][2])[:worst]:
+        o, b = r["ours"], r["base"]
+        print(f"  {r['page']:42s} {o[2] - b[2]:+.3f}   product {o[0]:.2f}/{o[1]:.2f}/{o[2]:.3f}   "
+              f"trafilatura {b[0]:.2f}/{b[1]:.2f}/{b[2]:.3f}")
+    if result.get("sentences"):
+        found = [(s["product"], s["trafilatura"]) for s in result["sentences"]]
+        print(f"\ntwnews (traditional script; only one body sentence is asserted: recall check): sentence found "
+              f"product {sum(f[0] for f in found)}/{len(found)}, trafilatura {sum(f[1] for f in found)}/{len(found)}")
+        for s in result["sentences"]:
+            print(f"  {s['page']:38s} product {'yes' if s['product'] else 'NO '}  trafilatura "
+                  f"{'yes' if s['trafilatura'] else 'NO'}")
+    if result.get("tails"):
+        tails = result["tails"]
+        print(f"\nNetEase finance pages (cx-extractor, no gold, site 163): pages whose body keeps tail lines (dated "
+              f"headlines, related headings, share/disclaimer lines): product "
+              f"{sum(t['product'] > 0 for t in tails)}/{len(tails)}, trafilatura {sum(t['trafilatura'] > 0 for t in tails)}"
+              f"/{len(tails)}")
     if result["snippets"]:
         print("\ntrafilatura_zh snippets (share of with/without checks passed):")
     for s in result["snippets"]:
@@ -325,12 +450,14 @@ def main() -> None:
                     help="pages of the tune half, the report half (sites never tuned on) or all")
     ap.add_argument("--repeat", type=int, default=3, help="timing: best of N runs per page")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
+    ap.add_argument("--no-templates", action="store_true", help="skip the site-template run")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, not {args.repeat}")
     result = run(args.repeat, args.split)
     report(result)
-    template_report()
+    if not args.no_templates:
+        template_report()
     if args.json:
         args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
 

@@ -38,6 +38,9 @@ class PageItem(TypedDict, total=False):
     author: Any
     language: Any
     encoding: Any
+    original_title: Any  # credit lines taken out of the body (原标题, 来源, 责任编辑), None when absent
+    source: Any
+    editor: Any
     # set by FingerprintPipeline
     simhash: Any
     content_hash: Any

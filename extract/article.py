@@ -22,7 +22,9 @@ Steps:
    built in) or trafilatura (comments off, fast heuristics);
 5. Chinese boilerplate post-filter (extract.boilerplate);
 6. second opinion when the body is short, link-dense or list-like: the densest text block of the page
-   (extract.dom.densest_block), taken when it is itself not link-dense and not tiny;
+   (extract.dom.densest_block), taken when it is itself not link-dense and not tiny, never when it is a
+   footer (copyright, ICP licence, contact lines), and not when the lines it would drop are the ones about
+   the headline (a short story beside a longer block of something else);
 7. no-body checks: too short, 404 text served with 200, login walls, list pages (extract.pagekind).
 """
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from extract.boilerplate import RELATED_HEAD, clean_lines, strip_edges, trim_nav_runs
+from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges, trim_nav_runs
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty
@@ -43,6 +45,8 @@ MIN_CHARS = 50              # fewer non-space characters than this: no article b
 SECOND_OPINION_CHARS = 300  # a first-pass body shorter than this gets a second opinion
 LINK_DENSE = 0.3            # bodies with this share of link text get a second opinion
 PROSE_PUNCT = 3              # a text block with fewer punctuation marks is not running text
+DISAGREE = 0.3              # a line with this share of bigrams outside the other candidate is not in it
+TITLE_MARGIN = 0.2          # text a candidate drops that holds this much more of the title is the story
 LINK_LINE = 0.7             # a line with this share of link text is navigation, not article text
 BUILTIN_SELECTORS = (
     ("wechat", "//div[@id='js_content']"),   # WeChat hides the body with visibility:hidden until JS runs
@@ -77,6 +81,9 @@ class ExtractResult:
     language: str | None
     encoding: str
     method: str
+    original_title: str | None = None   # credit lines taken out of the body (extract.boilerplate.credit_fields)
+    source: str | None = None
+    editor: str | None = None
 
 
 def select_container(tree: lxml.html.HtmlElement, profile: dict | None) -> tuple[lxml.html.HtmlElement, str] | None:
@@ -249,28 +256,55 @@ def untable(line: str) -> str:
 
 
 def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast: bool,
-              anchors: set[str]) -> tuple[str, str, float]:
-    """(cleaned body, method, link density): selector container or trafilatura, second opinion if doubtful."""
+              anchors: set[str]) -> tuple[str, str, float, list[str]]:
+    """(cleaned body, method, link density, raw lines): selector container or trafilatura, second opinion if
+    doubtful; the raw lines (before the boilerplate filter) are where the credit fields are read."""
     chosen = select_container(tree, profile)
     if chosen is not None:
         el, name = chosen
-        text = clean(container_lines(el))
-        return text, f"selector:{name}", link_density(text, anchors)
+        raw = container_lines(el)
+        text = clean(raw)
+        return text, f"selector:{name}", link_density(text, anchors), raw
     first = run_trafilatura(tree, url, recall=False, metadata=False)
     lines, density = unlink(first.get("text") or "")
     text = "\n".join(trim_nav_runs(clean(lines).split("\n"), anchors))
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):
-        return text, "trafilatura", density
+        return text, "trafilatura", density, lines
     alt = clean(second_opinion(tree))
-    if not alt:
-        return text, "trafilatura", density
+    if not alt or is_footer(alt):
+        return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)
+    if is_footer(text) and alt_density < LINK_DENSE:
+        return alt, "density", alt_density, lines
     doubtful = density >= LINK_DENSE or looks_like_list(text)
     ratio = visible_len(alt) / max(1, visible_len(text))
     if alt and alt_density < LINK_DENSE and ((doubtful and (ratio >= 0.25 or density >= 0.5)) or ratio >= 0.5):
-        return alt, "density", alt_density
-    return text, "trafilatura", density
+        if not doubtful and loses_story(text, alt, tree):
+            return text, "trafilatura", density, lines
+        return alt, "density", alt_density, lines
+    return text, "trafilatura", density, lines
+
+
+def bigrams(text: str) -> set[str]:
+    """Character bigrams of the CJK and alphanumeric text (spaces and punctuation dropped)."""
+    t = re.sub(r"[\W_]+", "", text)
+    return {t[i:i + 2] for i in range(len(t) - 1)}
+
+
+def loses_story(text: str, alt: str, tree: lxml.html.HtmlElement) -> bool:
+    """Whether taking `alt` drops the story: the running text of `text` that `alt` lacks is about the headline
+    (holds TITLE_MARGIN more of the title's bigrams than `alt`) -- evidence, not the larger block by default."""
+    kept = bigrams(alt)
+    rest = "\n".join(line for line in text.split("\n")
+                     if len(bigrams(line) - kept) > DISAGREE * max(1, len(bigrams(line))))
+    return running_chars(rest) > 0 and title_overlap(rest, tree) > title_overlap(alt, tree) + TITLE_MARGIN
+
+
+def title_overlap(text: str, tree: lxml.html.HtmlElement) -> float:
+    """Share of the page title's bigrams found in a candidate body: evidence that it is the story."""
+    title = bigrams(page_title(tree) or "")
+    return len(title & bigrams(text)) / len(title) if title else 0.0
 
 
 def looks_like_list(text: str) -> bool:
@@ -333,14 +367,14 @@ def load_page(body: bytes | str, headers: dict | None = None, max_bytes: int = M
 def extract(body: bytes | str, url: str = "", headers: dict | None = None, profile: dict | None = None,
             *, min_chars: int = MIN_CHARS, fast: bool = False, max_bytes: int = MAX_BYTES,
             page: Page | None = None) -> ExtractResult:
-    """Title, body text (one paragraph per line), date, author of a page; raises NotArticle if none.
+    """Title, body text (one paragraph per line), date, author, credit fields of a page; NotArticle if none.
 
     ``page`` is an already loaded page (``load_page``/``extract.dom.load``): the bytes are then not parsed again.
     """
     page = page or load_page(body, headers, max_bytes)
     tree = page.tree
     anchors = anchor_texts(tree)
-    body_text, method, density = body_from(tree, url, profile, fast, anchors)
+    body_text, method, density, raw_lines = body_from(tree, url, profile, fast, anchors)
     meta = page_metadata(tree, url)
     body_text = drop_title_line(body_text, meta["title"])
     body_text = "\n".join(strip_edges(body_text.split("\n")))  # credits under a dropped headline
@@ -348,5 +382,5 @@ def extract(body: bytes | str, url: str = "", headers: dict | None = None, profi
     return ExtractResult(
         title=meta["title"], text=body_text, date=meta["date"], author=meta["author"],
         language=language_of(tree, body_text), encoding=page.encoding,
-        method=method if page.parser == "lxml" else f"{page.parser}+{method}",
+        method=method if page.parser == "lxml" else f"{page.parser}+{method}", **credit_fields(raw_lines),
     )

@@ -10,11 +10,18 @@ look different to SimHash and hide copies.  Every rule here was checked against 
   the body, and only when they are short and carry no sentence punctuation -- so a body sentence that
   mentions 来源 or 编辑 stays;
 * related-link blocks: a "相关新闻 / 延伸阅读 / 推荐" heading in the second half of the body cuts it;
+* the article's end (cut_tail): after the body's running text, a run of date-stamped headlines, an inline
+  "相关报道：· ..." list, a share or print bar, a 来源/责任编辑/原标题 line or a copyright/disclaimer
+  notice starts what is not body, and it goes with everything after it (and the column labels just above
+  it) -- judged by structure, so it holds on a site's first page; channel menus above the first paragraph go;
+* footers (is_footer): a candidate body made of licence, copyright, contact and reprint-terms clauses;
+* credit fields (credit_fields): 原标题 / 来源 / 责任编辑 values read off the lines the filter removes;
 * pirate-novel ads (NOVEL_INLINE): removed inside lines too, because pirate sites splice them into text.
 """
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -62,6 +69,9 @@ ALWAYS = [re.compile(p) for p in (
     r"^.{0,80}[（(][\u4e00-\u9fff]{2,4}\s*摄[)）]$",
 )]
 
+# The same patterns as one alternation: one regex scan per line instead of one per pattern (~40x fewer calls).
+ALWAYS_ANY = re.compile("|".join(f"(?:{p.pattern})" for p in ALWAYS))
+
 CREDIT_WORDS = re.compile(
     r"(责任编辑|责编|编辑|作者|记者|通讯员|采写|撰文|校对|审核|审校|监制|统筹|摄影|摄像|制作|编译|供稿|"
     r"来源|稿源|出处|原创|执笔|文/|图/|文／)")
@@ -87,7 +97,8 @@ EDGE_MAX_LEN = 60
 RELATED_HEAD = re.compile(
     r"^[\s【\[]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
     r"延伸\s*[·•・]\s*推荐|更多精彩|往期回顾|往期推荐|热门文章|大家都在看|为您推荐|今日推荐|最新文章|"
-    r"相关报道|点击排行|热门排行|热点新闻|相关链接|推荐新闻|相关专题|热门资讯|最新资讯|上一篇|下一篇)[\s】\]:：>]*$")
+    r"相关报道|点击排行|热门排行|热点新闻|相关链接|推荐新闻|相关专题|热门资讯|最新资讯|上一篇|下一篇|"
+    r"为你推荐|新闻评论|热帖|热词)[\s】\]:：>]*$")
 
 NOVEL_INLINE = [re.compile(p) for p in (
     r"[（(]?\s*手机用户请(浏览|访问|到)[^\s，。）)]{0,40}(阅读|访问)?[，,]?\s*(更优质的|更好的)?(阅读体验)?[。.]?\s*[)）]?",
@@ -132,14 +143,14 @@ SENTENCE = re.compile(r"[^。！？!?]*(?:[。！？!?]+[”’」』）)]*|$)")
 
 def is_junk(line: str) -> bool:
     """A line that is never article text (a paragraph loses only its junk sentences: drop_junk_sentences)."""
-    return len(line) <= JUNK_LINE_MAX and any(p.search(line) for p in ALWAYS)
+    return len(line) <= JUNK_LINE_MAX and bool(ALWAYS_ANY.search(line))
 
 
 def drop_junk_sentences(line: str) -> str:
     """A long paragraph without the sentences that are never article text (a reprint disclaimer pasted in)."""
-    if len(line) <= JUNK_LINE_MAX or not any(p.search(line) for p in ALWAYS):
+    if len(line) <= JUNK_LINE_MAX or not ALWAYS_ANY.search(line):
         return line
-    return "".join(s for s in SENTENCE.findall(line) if not any(p.search(s) for p in ALWAYS)).strip()
+    return "".join(s for s in SENTENCE.findall(line) if not ALWAYS_ANY.search(s)).strip()
 
 
 def strip_novel_ads(line: str) -> str:
@@ -171,6 +182,159 @@ def cut_footer(lines: list[str]) -> list[str]:
         if FOOTER.search(lines[i]) and len(re.sub(r"\s+", "", lines[i])) <= 300:
             return lines[:i]
     return lines
+
+
+# A headline of a recommendation list: a numeric date (and time) on a line of its own, at the end of a short
+# line ("2018-03-02 08:58:39", "（2005-04-03 17:19PM）", "(04-19)") or in brackets at its start ("[2005-08-21]");
+# not "2013年3月30日": tables and chronologies in a body write dates that way.
+STAMP = re.compile(
+    r"^\d{1,2}:\d{2}(:\d{2})?$"
+    r"|^[\[【(（]?\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(\s*\d{1,2}:\d{2}(:\d{2})?)?[\]】)）]?$"
+    r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(\s*\d{1,2}:\d{2}(:\d{2})?\s*([AP]M)?)?[\]】)）]?$"
+    r"|[(（]\d{1,2}[-/]\d{1,2}[)）]$"
+    r"|^[\[【(（]\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[\]】)）]")
+STAMP_LINE_MAX = 60          # a dated line longer than this is a paragraph that ends with a date
+STAMP_RUN = 3                # this many dated lines ...
+STAMP_WINDOW = 8             # ... among this many lines make a headline list
+# One headline of a numbered column list: "1、央行开展逆回购操作" (short, no punctuation inside).
+NUMBERED_HEADLINE = re.compile(r"^\d{1,2}\s*[、.．]\s*[^，。；：,;:！？!?]{4,36}$")
+TAIL_WORDS = (r"相关新闻|相关阅读|相关报道|相关链接|相关文章|延伸阅读|推荐阅读|为你推荐|为您推荐|猜你喜欢|热点推荐|"
+              r"热门推荐|今日推荐|精彩推荐|其他报道|更多报道|图片精选|新闻评论|热帖|热词|热门文章|往期回顾")
+# A related heading with its list on the same line: "相关报道： · 标题（2005-04-03）· 标题".
+RELATED_INLINE = re.compile(rf"^[\s【\[]*({TAIL_WORDS})[\s】\]:：]*.{{0,30}}[·•]")
+# Lines that close an article: a share bar, a disclaimer, a copyright / anti-piracy notice, a newsroom notice.
+TAIL_MARK = re.compile(
+    r"^(分享(到|至)?[:：]|[【\[]?(反侵权公告|版权与免责声明|版权声明|免责声明|著作权声明|特别声明)|"
+    r".{0,12}版权与免责声明|原创版权禁止|声明[:：].{0,80}不构成投资建议|"
+    r"[【\[(（]?\s*(责任编辑|责编)\s*[:：]|[（(]?原标题[:：]|(来源|稿源)[:：]\s*[^\s\d，。]{1,20}$|"
+    r"[【\[]?\s*(打印本文|打印本页|打印此文|关闭窗口|发送给朋友|返回页首|返回顶部))")
+LABEL_MAX = 16               # a column label above a tail (重点推荐, 证券要闻) is at most this long
+
+
+def is_stamp(line: str) -> bool:
+    """A date-stamped headline line (or a bare date or time) of a recommendation list."""
+    return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line))
+
+
+def running_chars(line: str) -> int:
+    """A paragraph's characters (20+ characters with sentence punctuation), 0 for headlines and labels."""
+    return len(line) if len(line) >= 20 and re.search(r"[。！？!?…]", line) else 0
+
+
+def tail_starts(lines: list[str]) -> Iterator[int]:
+    """Where a non-body tail may begin: a dated headline run, a labelled numbered headline list, an inline
+    related list or a closing line."""
+    i = 1
+    while i < len(lines):
+        line = lines[i]
+        if TAIL_MARK.search(line) or RELATED_INLINE.search(line):
+            yield i
+        elif is_label(lines[i - 1]) and all(NUMBERED_HEADLINE.match(x) for x in lines[i:i + STAMP_RUN]) \
+                and len(lines) >= i + STAMP_RUN:
+            yield i - 1   # a column's numbered headlines under its name (时报观察 / 1、... 2、... 3、...)
+        elif is_stamp(line) and sum(map(is_stamp, lines[i:i + STAMP_WINDOW])) >= STAMP_RUN:
+            yield i - 1 if i > 1 and headline_above(lines, i) else i
+            while i + 1 < len(lines) and (is_stamp(lines[i + 1]) or not running_chars(lines[i + 1])):
+                i += 1   # the rest of this run
+        i += 1
+
+
+def headline_above(lines: list[str], i: int) -> bool:
+    """Whether a run starting with a bare date or time at i has its first headline on the line above."""
+    bare = not re.search(r"[^\d\s:/.\-\[\]【】()（）]", lines[i])
+    above = lines[i - 1]
+    return bare and len(above) <= STAMP_LINE_MAX and not SENTENCE_END.search(above) and not is_stamp(above)
+
+
+def cut_tail(lines: list[str]) -> list[str]:
+    """Cut the article where its tail begins: the first start with more running text before it than after."""
+    before = [0]
+    for line in lines:
+        before.append(before[-1] + running_chars(line))
+    for at in tail_starts(lines):
+        if before[at] >= max(1, before[-1] - before[at]):
+            return lines[:tail_labels(lines, at)]
+    return lines
+
+
+TAIL_LABELS = 6              # at most this many column labels above a tail belong to it
+
+
+def tail_labels(lines: list[str], at: int) -> int:
+    """Where the tail really begins: column labels right above it (重点推荐, 证券要闻: short, no sentence, no
+    digits) belong to it; a signing date or a credit line does not."""
+    j = at
+    while j > 1 and at - j < TAIL_LABELS and is_label(lines[j - 1]):
+        j -= 1
+    return j
+
+
+def is_label(line: str) -> bool:
+    """A column or widget label: a few characters, no sentence punctuation, no digits."""
+    return 0 < len(line) <= LABEL_MAX and not re.search(r"[。！？!?…，,；;\d]", line)
+
+
+# Clauses of a site footer: licences, copyright, contact and advertising lines, reprint terms, site links.
+FOOTER_CLAUSE = re.compile(
+    r"(ICP备|ICP证|公网安备|许可证|版权所有|All Rights Reserved|Copyright|©|违法和不良信息|举报|联系我们|关于我们|"
+    r"网站地图|广告|合作|电话|传真|邮箱|E-?mail|地址|邮编|授权|转载|镜像|法律责任|不代表.{0,10}观点|隐私|免责)", re.I)
+CLAUSE_SPLIT = re.compile(r"[，。；;,！!？?\n|｜]+")
+FOOTER_SHARE = 0.4           # a candidate body with this share of footer clauses is a footer, not a story
+
+
+def footer_share(text: str) -> float:
+    """Share of the text's characters in footer clauses (licence, copyright, contact, reprint terms)."""
+    clauses = [c for c in (re.sub(r"\s+", "", c) for c in CLAUSE_SPLIT.split(text)) if c]
+    total = sum(map(len, clauses))
+    return sum(len(c) for c in clauses if FOOTER_CLAUSE.search(c)) / total if total else 0.0
+
+
+def is_footer(text: str) -> bool:
+    """A block made of copyright, ICP licence, contact and navigation lines: never an article body."""
+    return footer_share(text) >= FOOTER_SHARE
+
+
+# Credit lines that carry data: the story's original headline, its source outlet, its responsible editor.
+CREDITS = (
+    ("original_title", re.compile(r"^[（(【\[]?\s*(?:本文)?原标题[:：]\s*[《「]?(.{2,120}?)[》」]?\s*[)）】\]]?$")),
+    ("source", re.compile(r"^[（(【\[]?\s*(?:文章|本文|新闻)?(?:来源|稿源)\s*[:：]\s*([^\s，。；;:：|｜)）】\]]{2,30})")),
+    ("editor", re.compile(r"(?:责任编辑|责编)\s*[:：]\s*([\u4e00-\u9fff·]{2,6}|[A-Za-z][A-Za-z .]{1,30}[A-Za-z])")),
+)
+CREDIT_LINE_MAX = 80         # a longer line is a paragraph, not a credit
+
+
+def credit_fields(lines: list[str]) -> dict[str, str]:
+    """原标题 / 来源 / 责任编辑 values from the credit lines around a body, so they move into fields when the
+    boilerplate filter takes the lines out of the text (the first value of each kind)."""
+    out: dict[str, str] = {}
+    for line in lines:
+        line = line.strip()
+        if not line or len(line) > CREDIT_LINE_MAX:
+            continue
+        for name, pattern in CREDITS:
+            m = pattern.search(line)
+            if m and name not in out:
+                out[name] = m.group(1).strip()
+    return out
+
+
+MENU_SPLIT = re.compile(r"[\s\-|｜\\/·•>»]+")
+MENU_ITEMS = 5               # a line of at least this many items ...
+MENU_ITEM_MAX = 4            # ... none longer than this, and no punctuation: a channel menu
+
+
+def is_menu_line(line: str) -> bool:
+    """A channel menu flattened into one line: 首页 滚动 国内 国际 财经 ... or 新闻 \\ 行情 \\ 评测 ..."""
+    if re.search(r"[。，！？；：,!?;:]", line):
+        return False
+    items = [t for t in MENU_SPLIT.split(line) if t]
+    return len(items) >= MENU_ITEMS and all(len(t) <= MENU_ITEM_MAX for t in items)
+
+
+def drop_leading_menus(lines: list[str]) -> list[str]:
+    """Channel-menu lines above the body's first paragraph go (a list of names inside the body stays)."""
+    first = next((i for i, line in enumerate(lines) if running_chars(line)), len(lines))
+    return [line for i, line in enumerate(lines) if i >= first or not is_menu_line(line)]
 
 
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
@@ -239,10 +403,10 @@ def rejoin(lines: list[str]) -> list[str]:
 
 
 def clean_lines(lines: list[str]) -> list[str]:
-    """The full post-filter: inline novel ads, whole-line junk, related blocks, edge credits."""
-    out = [strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]
+    """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits."""
+    out = cut_tail([strip_novel_ads(BULLET.sub("", line.strip())) for line in lines])
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
-    out = cut_related(cut_footer(out))
+    out = drop_leading_menus(cut_related(cut_footer(out)))
     return strip_edges(cut_at_end_mark(out))
 
 

@@ -17,7 +17,8 @@ from pipelines.drops import SkippedItem
 from pipelines.stats import TEMPLATE_STRIPPED
 
 FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
-          ("language", "language"), ("encoding", "encoding"))
+          ("language", "language"), ("encoding", "encoding"), ("original_title", "original_title"),
+          ("source", "source"), ("editor", "editor"))
 
 
 def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | None, min_chars: int, fast: bool,

@@ -1,0 +1,42 @@
+"""Credit lines that carry data (原标题, 来源, 责任编辑) leave the body and land in item fields (issue 29)."""
+from __future__ import annotations
+
+import asyncio
+
+from extract.article import extract
+from extract.boilerplate import credit_fields
+from pipelines.extract import ExtractPipeline
+
+P1 = ("2019年，龙湖集团即将迎来赴港上市10周年。十年前带领龙湖集团成功赴港上市并跻身内地女首富的吴亚军，"
+      "在前不久召开的中期业绩会上表示，“对一家上市公司来说，没有故事就是好故事，龙湖没有故事”。")
+P2 = ("近日，龙湖集团公布了2019年中期业绩报告。上半年，龙湖实现合约销售金额1056.2亿元，同比增长8.8%；"
+      "营业额385.7亿元，同比增长42.2%；归属于股东的净利润为63.1亿元，核心溢利为47.0亿元，同比增长26%。")
+P3 = "对以租金为主要盈利来源的共享充电宝行业，上调价格无疑是一针强心剂。刘颖介绍说，目前共享充电宝市场日均订单量保持在3000万左右。"
+PAGE = ("<html><head><title>龙湖集团“暗伤”曝露_网易新闻</title></head><body>"
+        "<div><a href='/'>首页</a> <a href='/n'>新闻</a></div><div class='post_text'><h1>龙湖集团“暗伤”曝露</h1>"
+        "<p>来源：每日经济新闻</p>" + "".join(f"<p>{p}</p>" for p in (P1, P2, P3)) +
+        "<p>（原标题：多地项目连环爆雷 狂奔的龙湖集团“暗伤”曝露？）</p><p>责任编辑：王鹏_NF5619</p></div>"
+        "<div class='footer'>网易公司版权所有 &copy;1997-2019</div></body></html>")
+
+
+def test_credit_lines_become_fields_and_leave_the_text() -> None:
+    result = extract(PAGE.encode("utf-8"))
+    assert result.text.split("\n") == [P1, P2, P3]
+    assert result.original_title == "多地项目连环爆雷 狂奔的龙湖集团“暗伤”曝露？"
+    assert result.source == "每日经济新闻"
+    assert result.editor == "王鹏"
+
+
+def test_no_credit_lines_no_fields_and_body_sentences_are_not_credits() -> None:
+    assert credit_fields([P1, P2, "编辑部的同事们说，来源可靠的消息才值得报道。"]) == {}
+    result = extract(PAGE.replace("来源：每日经济新闻", "").encode("utf-8"))
+    assert result.source is None and result.editor == "王鹏"
+
+
+def test_pipeline_puts_the_credit_fields_on_the_item() -> None:
+    from scrapy.utils.test import get_crawler
+
+    pipe = ExtractPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_EXTRACT_WORKERS": 0}))
+    out = asyncio.run(pipe.process_item({"url": "https://news.163.com/19/0907/a.html", "body": PAGE.encode("utf-8")}))
+    assert (out["source"], out["editor"]) == ("每日经济新闻", "王鹏")
+    assert out["original_title"].startswith("多地项目连环爆雷")
