@@ -1,0 +1,71 @@
+"""What issue 28's faster `python -m fingerprint dedup` must keep: the same output byte for byte, one
+dictionary load and no progress-bar import at start-up, and exact equivalents of the rewritten steps."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# `python -m fingerprint dedup` on benchmarks.dedup_corpus.build(400) (generated from the shared news at run
+# time: no text is committed). Computed with the code of f0bfb18, before issue 28's changes, and unchanged
+# since; it changes only with FINGERPRINT_VERSION, the dedup engine's rules or the corpus generator.
+HELD_OUT_400_SHA256 = "5bd54ba62b3f3e3eb814ed7455c910cadc4d8b20ae24db8db959d795caf3baf2"
+HELD_OUT_400_METHODS = {None: 300, "simhash": 77, "exact": 20, "passages": 3}
+
+
+def _dedup(src: Path, out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fingerprint", "dedup", str(src), "--out", str(out), *extra],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def held_out(tmp_path_factory) -> Path:
+    from benchmarks.dedup_corpus import write
+    from benchmarks.shared_data import NEWS_FILE
+
+    if not NEWS_FILE.exists():
+        pytest.skip(f"shared data not found at {NEWS_FILE} (set ZHDEDUP_DATA)")
+    return write(tmp_path_factory.mktemp("held_out") / "in.jsonl", 400)
+
+
+@pytest.mark.parametrize("kernels", ["compiled", "numpy"])
+def test_dedup_output_is_byte_identical_to_before(held_out, tmp_path, kernels):
+    out = tmp_path / "out.jsonl"
+    r = _dedup(held_out, out, env={"ZHDEDUP_NO_SPEEDUPS": "1"} if kernels == "numpy" else {})
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert dict(Counter(row["method"] for row in rows)) == HELD_OUT_400_METHODS
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == HELD_OUT_400_SHA256
+
+
+def test_dedup_start_up_loads_the_dictionary_once_and_no_progress_bar(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "a", "text": "滚滚长江东逝水，浪花淘尽英雄。"}, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    code = ("import sys; from fingerprint.cli import main; code = main(sys.argv[1:]); "
+            "print('rjieba' in sys.modules, 'tqdm' in sys.modules, file=sys.stderr)")
+    for extra, tqdm in (([], "False"), (["--progress"], "True")):
+        r = subprocess.run([sys.executable, "-c", code, "dedup", str(src), "--out", str(tmp_path / "out"), *extra],
+                           capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        # rjieba/__init__.py (which builds a second, unused dictionary) never ran; tqdm only for a shown bar
+        assert r.stderr.strip().splitlines()[-1] == f"False {tqdm}"
+
+
+@pytest.mark.parametrize("rjieba_first", [True, False])
+def test_tokenizer_and_rjieba_coexist_in_either_import_order(rjieba_first):
+    text = "新京报讯 记者10月30日报道，武侠小说泰斗金庸逝世，享年94岁。"
+    code = ("import rjieba\n" if rjieba_first else "") + (
+        "from fingerprint.tokens import Tokenizer\n"
+        f"tokens = Tokenizer().cut({text!r})\n"
+        "import rjieba\n"
+        f"assert tokens == rjieba.cut({text!r}, True) == rjieba.Jieba().cut({text!r}, True), tokens\n"
+        "assert type(Tokenizer()._jieba) is rjieba.Jieba\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
