@@ -19,7 +19,9 @@ _INVISIBLE = "\u00ad\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e
 
 _ELLIPSIS = re.compile(r"(?:\.{2,}|…+|⋯+)")
 _SPACES = re.compile(r" {2,}")
-_HAN_GAP = re.compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")
+# A space between two Han characters. The pattern opens with the space itself so the regex engine jumps
+# from space to space (a leading lookbehind made it try every position: 8x slower on news text).
+_HAN_GAP = re.compile(r" (?<=[\u3400-\u9fff] )(?=[\u3400-\u9fff])")
 _BLANK_LINES = re.compile(r" ?\n[ \n]*")
 _REPEATED_PUNCT = re.compile(r"([。，])[。，]+")
 _SENTENCE_SPLIT = re.compile(r"[^。\n]+[。]?")
@@ -91,11 +93,17 @@ def normalize(text: str) -> str:
     text = _fold_chars(text)  # after this, white space is only " " and "\n"
     if " " in text:
         text = _HAN_GAP.sub("", _SPACES.sub(" ", text) if "  " in text else text)
-    if "\n" in text:
+    if _has_blank_run(text):
         text = _BLANK_LINES.sub("\n", text)
     if _has_repeated_punct(text):
         text = _REPEATED_PUNCT.sub(r"\1", text)
     return text.strip()
+
+
+def _has_blank_run(text: str) -> bool:
+    """Would _BLANK_LINES change text? Only a match other than a lone "\n" (which it replaces by itself)
+    does, and every such match holds " \n", "\n " or "\n\n"."""
+    return " \n" in text or "\n " in text or "\n\n" in text
 
 
 def _has_repeated_punct(text: str) -> bool:

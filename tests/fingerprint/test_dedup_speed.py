@@ -3,12 +3,17 @@ dictionary load and no progress-bar import at start-up, and exact equivalents of
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fingerprint.normalize import _BLANK_LINES, _HAN_GAP, _has_blank_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,3 +74,20 @@ def test_tokenizer_and_rjieba_coexist_in_either_import_order(rjieba_first):
         "assert type(Tokenizer()._jieba) is rjieba.Jieba\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+
+
+_OLD_HAN_GAP = re.compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")  # the pattern before issue 28
+_TEXT = st.text(alphabet=" \n中文字，。aB1\u3000\u3400\u9fff\u33ff\ua000", max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_han_gap_removes_exactly_what_the_lookbehind_pattern_did(text):
+    assert _HAN_GAP.sub("", text) == _OLD_HAN_GAP.sub("", text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_blank_lines_are_left_alone_only_when_the_regex_would_not_change_them(text):
+    if not _has_blank_run(text):
+        assert _BLANK_LINES.sub("\n", text) == text
