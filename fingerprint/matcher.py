@@ -150,9 +150,17 @@ def _covered(present: np.ndarray, n: int, k: int) -> np.ndarray:
     """Letters covered by the k-grams flagged present (gram i covers letters i..i+k-1)."""
     starts = np.zeros(n + 1, dtype=np.int32)
     idx = np.flatnonzero(present)
-    np.add.at(starts, idx, 1)
-    np.add.at(starts, idx + k, -1)
+    starts[idx] += 1        # idx has no repeats, so plain fancy indexing counts like np.add.at, far faster
+    starts[idx + k] -= 1
     return np.cumsum(starts[:n]) > 0
+
+
+def _present(values: np.ndarray, sorted_other: np.ndarray) -> np.ndarray:
+    """np.isin(values, sorted_other) for a sorted, non-empty sorted_other: a binary search per value
+    (np.isin sorts both arrays together, twice per align: 3x slower on 3,000-character pages)."""
+    pos = np.searchsorted(sorted_other, values)
+    pos[pos == len(sorted_other)] = 0
+    return sorted_other[pos] == values
 
 
 def _runs(mask: np.ndarray, merge_gap: int, min_run: int) -> list[tuple[int, int]]:
@@ -180,8 +188,8 @@ def align(source: _Letters, suspect: _Letters, params: MatchParams) -> tuple[lis
     sus = gram_codes(suspect.codes, VERIFY_K)
     if len(src) == 0 or len(sus) == 0:
         return [], []
-    src_mask = _covered(np.isin(src, sus), len(source.codes), VERIFY_K)
-    sus_mask = _covered(np.isin(sus, src), len(suspect.codes), VERIFY_K)
+    src_mask = _covered(_present(src, np.sort(sus)), len(source.codes), VERIFY_K)
+    sus_mask = _covered(_present(sus, np.sort(src)), len(suspect.codes), VERIFY_K)
     return (_runs(src_mask, params.merge_gap, params.min_run),
             _runs(sus_mask, params.merge_gap, params.min_run))
 

@@ -9,10 +9,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fingerprint.matcher import _covered, _present
 from fingerprint.normalize import _BLANK_LINES, _HAN_GAP, _has_blank_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,3 +93,22 @@ def test_han_gap_removes_exactly_what_the_lookbehind_pattern_did(text):
 def test_blank_lines_are_left_alone_only_when_the_regex_would_not_change_them(text):
     if not _has_blank_run(text):
         assert _BLANK_LINES.sub("\n", text) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=50), st.lists(st.integers(0, 40), min_size=1, max_size=50))
+def test_present_is_np_isin(values, other):
+    v, o = np.array(values, dtype=np.uint64), np.array(other, dtype=np.uint64)
+    assert np.array_equal(_present(v, np.sort(o)), np.isin(v, o))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), max_size=80), st.integers(1, 12))
+def test_covered_counts_like_np_add_at(flags, k):
+    present = np.array(flags, dtype=bool)
+    n = len(present) + k - 1
+    starts = np.zeros(n + 1, dtype=np.int32)
+    idx = np.flatnonzero(present)
+    np.add.at(starts, idx, 1)
+    np.add.at(starts, idx + k, -1)
+    assert np.array_equal(_covered(present, n, k), np.cumsum(starts[:n]) > 0)
