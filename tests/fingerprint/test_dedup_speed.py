@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint.matcher import _covered, _present
+from fingerprint.matcher import _covered, _present, _shared
 from fingerprint.normalize import _BLANK_LINES, _HAN_GAP, _has_blank_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,9 +97,12 @@ def test_blank_lines_are_left_alone_only_when_the_regex_would_not_change_them(te
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 40), max_size=50), st.lists(st.integers(0, 40), min_size=1, max_size=50))
-def test_present_is_np_isin(values, other):
+def test_present_and_shared_are_np_isin(values, other):
     v, o = np.array(values, dtype=np.uint64), np.array(other, dtype=np.uint64)
     assert np.array_equal(_present(v, np.sort(o)), np.isin(v, o))
+    if len(v):
+        in_o, in_v = _shared(v, o)
+        assert np.array_equal(in_o, np.isin(v, o)) and np.array_equal(in_v, np.isin(o, v))
 
 
 @settings(max_examples=300, deadline=None)
