@@ -115,3 +115,22 @@ def test_covered_counts_like_np_add_at(flags, k):
     np.add.at(starts, idx, 1)
     np.add.at(starts, idx + k, -1)
     assert np.array_equal(_covered(present, n, k), np.cumsum(starts[:n]) > 0)
+
+
+def test_alnum_table_is_str_isalnum_for_every_code_point():
+    from fingerprint.normalize import _alnum
+
+    assert np.array_equal(_alnum.__wrapped__(), np.array([chr(cp).isalnum() for cp in range(0x30000)]))
+
+
+def test_initial_codes_are_the_initials_table_with_traditional_forms_following_simplified():
+    from fingerprint._tables import LETTERS, initial_codes, initials, t2s_map
+
+    ref = np.zeros(0x30000, dtype=np.uint8)  # the loop it replaced
+    table = initials()
+    for ch, letter in table.items():
+        ref[ord(ch)] = LETTERS.index(letter) + 1
+    for trad_cp, simp in t2s_map().items():
+        if simp in table:
+            ref[trad_cp] = LETTERS.index(table[simp]) + 1
+    assert np.array_equal(initial_codes.__wrapped__(), ref)
