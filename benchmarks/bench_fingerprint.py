@@ -226,6 +226,7 @@ def _run_dedup(tree: Path, src: Path, out: Path, core: int | None) -> tuple[floa
 
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("ZHDEDUP_NO_SPEEDUPS", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its .pyc files: the warm-up writes them
     pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
