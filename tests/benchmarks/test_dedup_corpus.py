@@ -20,3 +20,19 @@ def test_corpus_is_3000_character_news_with_a_quarter_copies_after_their_origina
         source = max(originals, key=lambda i: sum(a == b for a, b in zip(originals[i][:300], c["text"][:300])))
         assert c["text"] != originals[source] and abs(len(c["text"]) - 3000) < 200
         assert position[source] < position[c["id"]]
+
+
+@pytest.mark.skipif(not NEWS_FILE.exists(), reason="shared data not found (set ZHDEDUP_DATA)")
+def test_whole_process_dedup_benchmark_runs_both_codes_and_finds_the_same_output(capsys):
+    import subprocess
+    from pathlib import Path
+
+    from benchmarks.bench_fingerprint import DEDUP_BASELINE, bench_dedup_process
+
+    root = Path(__file__).resolve().parents[2]
+    if subprocess.run(["git", "cat-file", "-e", f"{DEDUP_BASELINE}^{{commit}}"], cwd=root).returncode:
+        pytest.skip(f"baseline commit {DEDUP_BASELINE} not in this clone (shallow?)")
+    bench_dedup_process([40], rounds=1, baseline=DEDUP_BASELINE)
+    out = capsys.readouterr().out
+    assert "output byte-identical: yes" in out
+    assert "start-up" in out and "        40  " in out
