@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from fingerprint._tables import stopwords
+from fingerprint.cache import cache_dir, digest
 from fingerprint.seeds import mix64
 
 WEIGHT_SCALE = 1000
@@ -113,12 +114,9 @@ IDF_TABLE_VERSION = "1"  # bump when the token hash or the table's layout change
 
 def _cache_file() -> Path:
     """Where the built IDF table is kept, named by a digest of everything it is built from."""
-    h = hashlib.blake2b(digest_size=12)
-    for part in (IDF_TABLE_VERSION.encode(), unicodedata.unidata_version.encode(), idf_path().read_bytes(),
-                 "\n".join(sorted(stopwords())).encode("utf-8"), str(BUCKET_BITS).encode()):
-        h.update(len(part).to_bytes(8, "little") + part)
-    root = os.environ.get("ZHDEDUP_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zhdedup"
-    return Path(root) / f"idf-{h.hexdigest()}.npz"
+    parts = (IDF_TABLE_VERSION.encode(), unicodedata.unidata_version.encode(), idf_path().read_bytes(),
+             "\n".join(sorted(stopwords())).encode("utf-8"), str(BUCKET_BITS).encode())
+    return cache_dir() / f"idf-{digest(parts)}.npz"
 
 
 @lru_cache(maxsize=None)

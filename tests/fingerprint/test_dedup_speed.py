@@ -1,6 +1,7 @@
 """What issue 28's faster `python -m fingerprint dedup` must keep: the same output byte for byte, one
 dictionary load and no progress-bar import at start-up, and exact equivalents of the rewritten steps."""
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -134,3 +135,39 @@ def test_initial_codes_are_the_initials_table_with_traditional_forms_following_s
         if simp in table:
             ref[trad_cp] = LETTERS.index(table[simp]) + 1
     assert np.array_equal(initial_codes.__wrapped__(), ref)
+
+
+def test_normalize_lut_is_built_once_then_loaded_and_a_bad_file_is_rebuilt(tmp_path, monkeypatch):
+    normalize = importlib.import_module("fingerprint.normalize")  # the package exports its function of that name
+
+    monkeypatch.setenv("ZHDEDUP_CACHE_DIR", str(tmp_path))
+    fresh = normalize._build_lut()
+    normalize._lut.cache_clear()
+    try:
+        assert np.array_equal(normalize._lut(), fresh)            # built and saved
+        [saved] = tmp_path.glob("normalize-lut-*.npy")
+        normalize._lut.cache_clear()
+        monkeypatch.setattr(normalize, "_build_lut", lambda: pytest.fail("the saved table was not read"))
+        assert np.array_equal(normalize._lut(), fresh)            # loaded
+        monkeypatch.undo()
+        monkeypatch.setenv("ZHDEDUP_CACHE_DIR", str(tmp_path))
+        for bad in (b"not a table", np.lib.format.magic(1, 0) + b"\x00" * 50):
+            saved.write_bytes(bad)
+            normalize._lut.cache_clear()
+            assert np.array_equal(normalize._lut(), fresh)        # unreadable: built again
+        np.save(saved, np.zeros(3, dtype=np.uint32))
+        normalize._lut.cache_clear()
+        assert np.array_equal(normalize._lut(), fresh)            # readable but not this table
+    finally:
+        normalize._lut.cache_clear()
+
+
+def test_normalize_lut_file_is_named_by_its_sources():
+    from fingerprint.cache import digest
+
+    normalize = importlib.import_module("fingerprint.normalize")
+
+    parts = normalize._lut_sources()
+    assert any(part == Path(normalize.__file__).read_bytes() for part in parts)
+    changed = [parts[0], parts[1], parts[2] + b"\n# an edit", *parts[3:]]
+    assert digest(parts) != digest(changed)
