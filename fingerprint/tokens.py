@@ -17,6 +17,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -181,6 +182,14 @@ def _jieba_class() -> type:
     """rjieba's Jieba class, without running rjieba/__init__.py when it can: that builds a default instance
     with the whole dictionary (~0.1 s of every start-up) which the project never uses, as each Tokenizer
     builds its own. The extension module is registered as rjieba.rjieba, so a later `import rjieba` uses it."""
+    with _JIEBA_LOCK:  # two threads must not both load it (an extension module initialises once)
+        return _load_jieba_class()
+
+
+_JIEBA_LOCK = threading.Lock()
+
+
+def _load_jieba_class() -> type:
     if "rjieba" not in sys.modules and "rjieba.rjieba" not in sys.modules:
         try:
             spec = importlib.util.find_spec("rjieba")  # a top-level package: found, not run

@@ -79,6 +79,22 @@ def test_tokenizer_and_rjieba_coexist_in_either_import_order(rjieba_first):
     assert r.returncode == 0, r.stderr
 
 
+def test_tokenizers_made_by_threads_at_once_all_work():
+    code = ("import threading\n"
+            "from fingerprint.tokens import Tokenizer\n"
+            "out, errors = [], []\n"
+            "def make():\n"
+            "    try:\n"
+            "        out.append(Tokenizer().cut('浪花淘尽英雄'))\n"
+            "    except Exception as e:\n"
+            "        errors.append(repr(e))\n"
+            "threads = [threading.Thread(target=make) for _ in range(6)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "assert not errors and out == [['浪花', '淘尽', '英雄']] * 6, (errors, out)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+
+
 _OLD_HAN_GAP = re.compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")  # the pattern before issue 28
 _TEXT = st.text(alphabet=" \n中文字，。aB1\u3000\u3400\u9fff\u33ff\ua000", max_size=60)
 
