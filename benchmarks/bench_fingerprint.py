@@ -2,8 +2,9 @@
 
     python -m benchmarks.bench_fingerprint [--docs 600] [--sizes 1e5,1e6,1e7]
 
-Prints the start-up time to a first fingerprint (against a bare interpreter),
-Prints docs/s for 3,000-character documents (SimHash + DNA + exact hash, against the tokenizer's
+Prints the start-up time to a first fingerprint (against a bare interpreter), the whole
+`python -m fingerprint dedup` process on one core (start-up included) against the code of a baseline
+commit in the same run (--baseline, --dedup-sizes, --rounds), docs/s for 3,000-character documents (SimHash + DNA + exact hash, against the tokenizer's
 own cost, with the compiled kernels and without them), and query latency of fingerprint.HammingIndex against a brute-force numpy scan and the
 `simhash` package's SimhashIndex.
 """
@@ -173,8 +174,8 @@ def bench_dedup_cli(n_docs: int, workers: list[int]) -> None:
     rows += [{"id": f"c{i}", "text": d[:1500] + "（转载自某网）" + d[1500:]} for i, d in enumerate(docs[::4])]
     baseline = rate(fingerprint_text, docs[:300], repeat=1)
     cores = os.cpu_count() or 1
-    print(f"\nBatch dedup through the CLI: {len(rows)} documents of 3,000 characters, --method full "
-          f"(goal >= 1,500 docs/s per core); machine has {cores} cores")
+    print(f"\nBatch dedup through the CLI: {len(rows)} documents of 3,000 characters, --method full; the command's "
+          f"own figure, whose clock starts after the imports (no interpreter start-up); machine has {cores} cores")
     print(f"{'':<44}{'docs/s':>10}{'per core':>10}")
     print(f"{'fingerprint_text alone (baseline)':<44}{baseline:>10.0f}{baseline:>10.0f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -187,12 +188,124 @@ def bench_dedup_cli(n_docs: int, workers: list[int]) -> None:
             print(f"{f'dedup --workers {w}':<44}{speed:>10.0f}{speed / min(w, cores):>10.0f}")
 
 
+DEDUP_BASELINE = "f0bfb18"  # the last commit before issue 28's dedup start-up and passage-check work
+
+
+def baseline_tree(commit: str, into: Path) -> Path:
+    """fingerprint/ as of `commit`, in `into`, with its compiled kernels: the current build when
+    _speedups.c is unchanged since, else built there (none when this tree has none either)."""
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+    from io import BytesIO
+
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "archive", commit, "fingerprint", "setup.py"], cwd=root,
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    built = sorted((root / "fingerprint").glob("_speedups.*.so")) + sorted((root / "fingerprint").glob("_speedups.*.pyd"))
+    if built:
+        if (into / "fingerprint" / "_speedups.c").read_bytes() == (root / "fingerprint" / "_speedups.c").read_bytes():
+            for f in built:
+                shutil.copy2(f, into / "fingerprint" / f.name)
+        else:
+            subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=into,
+                           capture_output=True, check=True)
+    return into
+
+
+def _run_dedup(tree: Path, src: Path, out: Path, core: int | None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of the whole `python -m fingerprint dedup src --out out` process with
+    `tree` first on the path, pinned to one core: interpreter start, imports, tables, reading, writing."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("ZHDEDUP_NO_SPEEDUPS", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its .pyc files: the warm-up writes them
+    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    # cwd is out's folder, never the repository: `python -m` puts the working directory first on the path
+    subprocess.run([sys.executable, "-m", "fingerprint", "dedup", str(src), "--out", str(out)], env=env,
+                   cwd=out.parent, preexec_fn=pin, check=True, capture_output=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _median_range(values: list[float]) -> str:
+    return f"{statistics.median(values):>6,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
+def bench_dedup_process(sizes: list[int], rounds: int, baseline: str, core: int | None = 1) -> None:
+    """`python -m fingerprint dedup` (--method full, one worker) as a user runs it, start-up included, on
+    held-out-looking news (benchmarks.dedup_corpus: 3,000 characters, a quarter near copies), one core,
+    against the code of `baseline` in the same run: rounds interleaved (the order flips every round),
+    medians with ranges. The two codes' outputs must be byte-identical."""
+    import os
+    import tempfile
+
+    from benchmarks.dedup_corpus import write
+
+    if core is not None and core not in os.sched_getaffinity(0):
+        core = None
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        trees = {"baseline": baseline_tree(baseline, tmp / "baseline"), "now": root}
+        inputs = {n: write(tmp / f"in{n}.jsonl", n) for n in [1, *sizes]}
+        (tmp / "run").mkdir()
+        for name, tree in trees.items():  # warm-up: caches built, files in the page cache
+            _run_dedup(tree, inputs[min(sizes)], tmp / "run" / f"{name}.jsonl", core)
+        wall: dict = {(name, n): [] for name in trees for n in inputs}
+        cpu: dict = {(name, n): [] for name in trees for n in inputs}
+        for r in range(rounds):
+            for n, src in inputs.items():
+                for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                    w, c = _run_dedup(trees[name], src, tmp / "run" / f"{name}{n}.jsonl", core)
+                    wall[name, n].append(w)
+                    cpu[name, n].append(c)
+        same = all((tmp / "run" / f"baseline{n}.jsonl").read_bytes() == (tmp / "run" / f"now{n}.jsonl").read_bytes()
+                   for n in inputs)
+    where = f"pinned to core {core}" if core is not None else "not pinned"
+    print(f"\nBatch dedup, the whole `python -m fingerprint dedup` process (start-up included), --method full, "
+          f"one worker, {where}; {rounds} interleaved rounds, median (range); baseline = {baseline}; "
+          f"output byte-identical: {'yes' if same else 'NO'}")
+    print(f"{'documents':>10}  {'baseline docs/s':>22}  {'now docs/s':>22}  {'speed-up':>8}  "
+          f"{'baseline CPU docs/s':>22}  {'now CPU docs/s':>22}")
+    for n in inputs:
+        if n == 1:
+            b, c = statistics.median(wall["baseline", 1]), statistics.median(wall["now", 1])
+            print(f"{'start-up':>10}  {b:>20.3f} s  {c:>20.3f} s  {b / c:>7.2f}x   (one document: the fixed cost)")
+            continue
+        rate = {k: [n / v for v in vs] for k, vs in wall.items() if k[1] == n}
+        cpu_rate = {k: [n / v for v in vs] for k, vs in cpu.items() if k[1] == n}
+        gain = statistics.median(rate["now", n]) / statistics.median(rate["baseline", n])
+        print(f"{n:>10,}  {_median_range(rate['baseline', n]):>22}  {_median_range(rate['now', n]):>22}  "
+              f"{gain:>7.2f}x  {_median_range(cpu_rate['baseline', n]):>22}  {_median_range(cpu_rate['now', n]):>22}")
+    print("goal (issue 28): >= 1,500 docs/s on one core, start-up included; CPU docs/s = documents / (user + sys)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--docs", type=int, default=600)
     p.add_argument("--sizes", default="1e5,1e6,1e7")
     p.add_argument("--dedup-docs", type=int, default=4000)
+    p.add_argument("--dedup-sizes", default="1000,3000,5000",
+                   help="corpus sizes for the whole-process dedup figure")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the whole-process dedup figure")
+    p.add_argument("--baseline", default=DEDUP_BASELINE, help="git commit whose fingerprint/ is the baseline")
+    p.add_argument("--core", type=int, default=1, help="the core the dedup processes are pinned to")
+    p.add_argument("--only-dedup", action="store_true", help="only the whole-process dedup figure")
     args = p.parse_args()
+    bench_dedup_process([int(s) for s in args.dedup_sizes.split(",")], args.rounds, args.baseline, args.core)
+    if args.only_dedup:
+        return
     bench_startup()
     bench_fingerprinting(args.docs)
     bench_dedup_cli(args.dedup_docs, [1, 2])

@@ -39,14 +39,17 @@ def initials() -> dict[str, str]:
 def initial_codes() -> np.ndarray:
     """Code point -> letter code 1..26 (0: not a Han character), for vectorised lookup."""
     lut = np.zeros(0x30000, dtype=np.uint8)
-    table = initials()
-    t2s = t2s_map()
-    for ch, letter in table.items():
-        lut[ord(ch)] = LETTERS.index(letter) + 1
+    for line in _read("initials.tsv").splitlines():  # the data of initials(), without a dict of 20,000 keys
+        letter, chars = line.split("\t")
+        lut[np.frombuffer(chars.encode("utf-32-le"), dtype=np.uint32)] = LETTERS.index(letter) + 1
     # A traditional character takes the letter of its simplified form, so both scripts agree.
-    for trad_cp, simp in t2s.items():
-        if simp in table:
-            lut[trad_cp] = LETTERS.index(table[simp]) + 1
+    t2s = t2s_map()
+    trad = np.fromiter(t2s.keys(), dtype=np.uint32, count=len(t2s))
+    simp = np.frombuffer("".join(t2s.values()).encode("utf-32-le"), dtype=np.uint32)
+    # read before any write: a simplified form's own letter, 0 when it has none (or lies past the table)
+    letters = np.where(simp < len(lut), lut[np.minimum(simp, len(lut) - 1)], 0)
+    has = letters > 0
+    lut[trad[has]] = letters[has]
     return lut
 
 

@@ -150,9 +150,29 @@ def _covered(present: np.ndarray, n: int, k: int) -> np.ndarray:
     """Letters covered by the k-grams flagged present (gram i covers letters i..i+k-1)."""
     starts = np.zeros(n + 1, dtype=np.int32)
     idx = np.flatnonzero(present)
-    np.add.at(starts, idx, 1)
-    np.add.at(starts, idx + k, -1)
+    starts[idx] += 1        # idx has no repeats, so plain fancy indexing counts like np.add.at, far faster
+    starts[idx + k] -= 1
     return np.cumsum(starts[:n]) > 0
+
+
+def _present(values: np.ndarray, sorted_other: np.ndarray) -> np.ndarray:
+    """np.isin(values, sorted_other) for a sorted, non-empty sorted_other: a binary search per value
+    (np.isin sorts both arrays together, twice per align: 3x slower on 3,000-character pages)."""
+    pos = np.searchsorted(sorted_other, values)
+    pos[pos == len(sorted_other)] = 0
+    return sorted_other[pos] == values
+
+
+def _shared(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(np.isin(a, b), np.isin(b, a)) for non-empty a and b: each sorted once, then searched with sorted keys
+    (binary searches in key order stay in cache: 1.7x faster than searching with the keys unsorted)."""
+    order_a, order_b = np.argsort(a), np.argsort(b)
+    sorted_a, sorted_b = a[order_a], b[order_b]
+    in_b = np.empty(len(a), dtype=bool)
+    in_b[order_a] = _present(sorted_a, sorted_b)
+    in_a = np.empty(len(b), dtype=bool)
+    in_a[order_b] = _present(sorted_b, sorted_a)
+    return in_b, in_a
 
 
 def _runs(mask: np.ndarray, merge_gap: int, min_run: int) -> list[tuple[int, int]]:
@@ -180,8 +200,9 @@ def align(source: _Letters, suspect: _Letters, params: MatchParams) -> tuple[lis
     sus = gram_codes(suspect.codes, VERIFY_K)
     if len(src) == 0 or len(sus) == 0:
         return [], []
-    src_mask = _covered(np.isin(src, sus), len(source.codes), VERIFY_K)
-    sus_mask = _covered(np.isin(sus, src), len(suspect.codes), VERIFY_K)
+    src_in_sus, sus_in_src = _shared(src, sus)
+    src_mask = _covered(src_in_sus, len(source.codes), VERIFY_K)
+    sus_mask = _covered(sus_in_src, len(suspect.codes), VERIFY_K)
     return (_runs(src_mask, params.merge_gap, params.min_run),
             _runs(sus_mask, params.merge_gap, params.min_run))
 

@@ -13,17 +13,20 @@ without a letter, digit or Han character have weight 0.
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import os
+import sys
+import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import rjieba
 
 from fingerprint._tables import stopwords
+from fingerprint.cache import cache_dir, digest
 from fingerprint.seeds import mix64
 
 WEIGHT_SCALE = 1000
@@ -112,12 +115,9 @@ IDF_TABLE_VERSION = "1"  # bump when the token hash or the table's layout change
 
 def _cache_file() -> Path:
     """Where the built IDF table is kept, named by a digest of everything it is built from."""
-    h = hashlib.blake2b(digest_size=12)
-    for part in (IDF_TABLE_VERSION.encode(), unicodedata.unidata_version.encode(), idf_path().read_bytes(),
-                 "\n".join(sorted(stopwords())).encode("utf-8"), str(BUCKET_BITS).encode()):
-        h.update(len(part).to_bytes(8, "little") + part)
-    root = os.environ.get("ZHDEDUP_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zhdedup"
-    return Path(root) / f"idf-{h.hexdigest()}.npz"
+    parts = (IDF_TABLE_VERSION.encode(), unicodedata.unidata_version.encode(), idf_path().read_bytes(),
+             "\n".join(sorted(stopwords())).encode("utf-8"), str(BUCKET_BITS).encode())
+    return cache_dir() / f"idf-{digest(parts)}.npz"
 
 
 @lru_cache(maxsize=None)
@@ -178,12 +178,46 @@ def check_weighting(weighting: str) -> None:
         raise ValueError(f"unknown weighting {weighting!r}: use 'tfidf' or 'tf'")
 
 
+def _jieba_class() -> type:
+    """rjieba's Jieba class, without running rjieba/__init__.py when it can: that builds a default instance
+    with the whole dictionary (~0.1 s of every start-up) which the project never uses, as each Tokenizer
+    builds its own. The extension module is registered as rjieba.rjieba, so a later `import rjieba` uses it."""
+    with _JIEBA_LOCK:  # two threads must not both load it (an extension module initialises once)
+        return _load_jieba_class()
+
+
+_JIEBA_LOCK = threading.Lock()
+
+
+def _load_jieba_class() -> type:
+    if "rjieba" not in sys.modules and "rjieba.rjieba" not in sys.modules:
+        try:
+            spec = importlib.util.find_spec("rjieba")  # a top-level package: found, not run
+            folder = list(spec.submodule_search_locations or [])[0] if spec else None
+            loaders = (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES)
+            ext = importlib.machinery.FileFinder(folder, loaders).find_spec("rjieba.rjieba") if folder else None
+            if ext is not None and ext.loader is not None:
+                module = importlib.util.module_from_spec(ext)
+                sys.modules["rjieba.rjieba"] = module
+                try:
+                    ext.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules["rjieba.rjieba"]
+                    raise
+        except (ImportError, OSError, IndexError):
+            pass
+    module = sys.modules.get("rjieba.rjieba")
+    if module is None or not hasattr(module, "Jieba"):
+        import rjieba as module  # the ordinary import (rjieba's layout changed): one more dictionary load
+    return module.Jieba
+
+
 class Tokenizer:
     """rjieba segmentation with optional user words (novel characters, place names)."""
 
     def __init__(self, user_words: Iterable[str] = ()) -> None:
         words = sorted({w.strip() for w in user_words if w and w.strip()})
-        self._jieba = rjieba.Jieba()
+        self._jieba = _jieba_class()()
         for word in words:
             self._jieba.add_word(word, None, None)
         digest = hashlib.blake2b("\n".join(words).encode(), digest_size=4).hexdigest()

@@ -1,0 +1,48 @@
+"""Tables built from code and data at run time, kept on disk so later processes load them instead.
+
+A table's file is named by a digest of everything it is built from (the builder's source, its data files,
+the Unicode version), so a change to any of them builds a new file and never reads a stale one. The
+folder is $ZHDEDUP_CACHE_DIR, else $XDG_CACHE_HOME/zhdedup, else ~/.cache/zhdedup; a read-only or
+missing folder only costs the build.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+
+
+def cache_dir() -> Path:
+    """The folder of the cached tables."""
+    root = os.environ.get("ZHDEDUP_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zhdedup"
+    return Path(root)
+
+
+def digest(parts: Iterable[bytes]) -> str:
+    """24 hex characters naming the parts, each length-prefixed so that no two lists of parts collide."""
+    h = hashlib.blake2b(digest_size=12)
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def cached_array(name: str, parts: Iterable[bytes], build: Callable[[], np.ndarray]) -> np.ndarray:
+    """build()'s array, loaded from `name-DIGEST.npy` when an earlier process saved it (saved here if not)."""
+    path = cache_dir() / f"{name}-{digest(parts)}.npy"
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        pass
+    array = build()
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            np.save(f, array, allow_pickle=False)
+        os.replace(tmp, path)  # atomic: a reader sees the whole file or none
+    except OSError:
+        tmp.unlink(missing_ok=True)
+    return array
