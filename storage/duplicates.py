@@ -116,7 +116,7 @@ class DuplicateStore(Connection):
             markers = self._retry("mongo", list, self.demotions.find({"_id": {"$in": sorted(todo)}}, {"_id": 1}))
             todo = set()
             for m in markers:
-                target, url = self.resolve_original(m["_id"])
+                target, url = self._settled_original(m["_id"])
                 if not url:
                     url = (self._retry("mongo", self.pages.find_one, {"_id": to_oid(target)}, {"url": 1}) or {}).get("url")
                 if url:   # the copy that took the place is no copy of itself: its old record goes
@@ -126,6 +126,36 @@ class DuplicateStore(Connection):
                 moved += res.modified_count
                 todo.add(target)   # displaced in turn meanwhile? then again
         return moved
+
+    def _settled_original(self, page_id: str) -> tuple[str, str | None]:
+        """resolve_original, with a cycle of displacements broken first (`_break_cycle`: the page
+        MongoDB still holds stands): the end of a cycle is no page that stands, and taking it for one deleted
+        the copy record of a page already moved out (invariant seed 1024)."""
+        target, url = self.resolve_original(page_id)
+        marker = self._retry("mongo", self.demotions.find_one, {"_id": target}, {"by": 1})
+        if marker is None:
+            return target, url
+        return self._break_cycle(target, marker["by"])
+
+    def _break_cycle(self, page_id: str, by: str) -> tuple[str, str | None]:
+        """Displacements that form a cycle (two crawlers each took one page for the other's copy at once): of
+        the cycle's pages MongoDB still holds, the smallest id stands (every process picks the same one, and
+        never a page already moved out), its marker goes; returns where `by` leads now."""
+        members, cur = [page_id], by
+        for _ in range(MAX_HOPS):
+            if cur in members:
+                break
+            members.append(cur)
+            marker = self._retry("mongo", self.demotions.find_one, {"_id": cur}, {"by": 1})
+            if marker is None:   # broken meanwhile
+                return self.resolve_original(by)
+            cur = marker["by"]
+        held = {str(d["_id"]) for d in self._retry("mongo", list, self.pages.find(
+            {"_id": {"$in": [to_oid(m) for m in members]}}, {"_id": 1}))}
+        standing = min(held or {page_id})
+        self._retry("mongo", self.demotions.delete_one, {"_id": standing})
+        log.warning("displacements of pages %s formed a cycle: page %s stands", ", ".join(members), standing)
+        return self.resolve_original(by)
 
     def cluster_of(self, key: str) -> dict | None:
         """The cluster a page belongs to: its original (by page id, URL, or the URL of one of its copies)

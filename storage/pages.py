@@ -383,26 +383,6 @@ class PageStore(DuplicateStore):
         keys = self._keys_of(standing)
         return keys is None or keys["simhash"] != fp
 
-    def _break_cycle(self, page_id: str, by: str) -> tuple[str, str | None]:
-        """Displacements that form a cycle (two crawlers each took one page for the other's copy at once): of
-        the cycle's pages MongoDB still holds, the smallest id stands (every process picks the same one, and
-        never a page already moved out), its marker goes; returns where `by` leads now."""
-        members, cur = [page_id], by
-        for _ in range(MAX_HOPS):
-            if cur in members:
-                break
-            members.append(cur)
-            marker = self._retry("mongo", self.demotions.find_one, {"_id": cur}, {"by": 1})
-            if marker is None:   # broken meanwhile
-                return self.resolve_original(by)
-            cur = marker["by"]
-        held = {str(d["_id"]) for d in self._retry("mongo", list, self.pages.find(
-            {"_id": {"$in": [to_oid(m) for m in members]}}, {"_id": 1}))}
-        standing = min(held or {page_id})
-        self._retry("mongo", self.demotions.delete_one, {"_id": standing})
-        log.warning("displacements of pages %s formed a cycle: page %s stands", ", ".join(members), standing)
-        return self.resolve_original(by)
-
     def _hand_over(self, old: dict, marker: dict) -> None:
         """The page that displaced another is indexed, and the displaced page's exact and SimHash entries
         answer for it, with no moment in between without either (a copy checked then would be kept); its

@@ -454,3 +454,20 @@ def test_a_cycle_of_displacements_leaves_one_page(store):
     store.settle_pages([store.get_page(b.page_id) or {"_id": b.page_id}, store.get_page(a.page_id) or {"_id": a.page_id}])
     pages, copies = _state(store)
     assert pages == [a.page_id] and copies == {b.page_id: a.page_id}, (pages, copies)
+
+
+def test_settling_copies_inside_a_cycle_keeps_the_record_of_a_page_already_moved_out(store):
+    """Seed 1024 (stale, redis_wipe, two crawlers): the spool replay found page A (undated) a copy of B and
+    moved it out (record A -> B, page deleted, marker A -> B) while another crawler joined them the other way
+    (B -> A, undated stands). Settling B's copies followed B -> A -> B, took A for the page that stands and
+    deleted A's record as "its own": A was then neither a page nor a copy. The cycle is broken first (the
+    page MongoDB still holds stands), so A's record stays, pointing to B."""
+    a, b = _doc("a" * 32, STORY, None), _doc("b" * 32, STORY, 11)
+    store.save_pages([_page(b)])
+    store.duplicates.insert_one({**_copy(a, b.page_id), "original_url": b.url})
+    for old, new in ((a, b), (b, a)):
+        store.demotions.insert_one({"_id": old.page_id, "by": new.page_id, "by_url": new.url, "by_keys": None,
+                                    "method": "near", "distance": 1, "coverage": None})
+    store.settle_copies([b.page_id])
+    pages, copies = _state(store)
+    assert pages == [b.page_id] and copies == {a.page_id: b.page_id}, (pages, copies)
