@@ -487,8 +487,12 @@ def build(seed: int, stories: int = 14, briefs: int = 2, tinies: int = 2, delay:
     """Draw the corpus of a seed, start its sites, and return it with its oracle (stop() when done)."""
     rng = random.Random(f"layout-{seed}")
     problem = ""
-    for attempt in range(6):   # deterministic redraws until no two stories come near a threshold
-        pages, n_sites = _draw_pages(seed, attempt, stories, briefs, tinies)
+    for attempt in range(6):   # deterministic redraws until every story has copies and no two come near a threshold
+        try:
+            pages, n_sites = _draw_pages(seed, attempt, stories, briefs, tinies)
+        except CorpusError as e:   # a text that makes no valid copies (seed 1167: a brief the spider skips)
+            problem = str(e)
+            continue
         problem = _check_distinct(pages) if check else None
         if not problem:
             break
