@@ -59,18 +59,20 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         with self._repair_lock().held():
             return self._rebuild_index()
 
-    def _rebuild_index(self, saving: dict[str, dict] | None = None) -> int:
-        """rebuild_index under the lock; pages whose save waits in the spool (`saving`) are indexed too."""
+    def _rebuild_index(self, saving: dict[str, dict] | None = None,
+                       exclude: set[str] | frozenset[str] = frozenset()) -> int:
+        """rebuild_index under the lock; pages whose save waits in the spool (`saving`) are indexed too, pages
+        the spool replay decides (`exclude`) not yet."""
         from storage.sources import SourceLibrary
 
         self._retry("redis", self.redis.delete, owner_key(self.config.key_prefix))   # cut short: redone on open
         self._retry("redis", self.index.clear)
-        n = self._retry("redis", self.index.add_many, self._indexable())
+        n = self._retry("redis", self.index.add_many, (p for p in self._indexable() if p[0] not in exclude))
         self._retry("redis", self.index.mark_layout)
         self._retry("redis", self.seed_index().clear)
         SourceLibrary(self).reindex()
         self._retry("redis", self.sketches.clear)
-        self._reclaim_sketches()
+        self._reclaim_sketches(exclude)
         docs = [d for d in map(dedup_doc, (saving or {}).values()) if d is not None]
         if docs:   # indexed before MongoDB went away: they stay indexed
             n += self._retry("redis", self.index.add_many, [(d.page_id, d.content_hash, d.simhash) for d in docs])
@@ -79,11 +81,14 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         self._mark_owner()
         return n
 
-    def _reclaim_sketches(self) -> int:
-        """Re-add kept pages' passage sketches from MongoDB, oldest first (claim order = page order), in bulk."""
+    def _reclaim_sketches(self, exclude: set[str] | frozenset[str] = frozenset()) -> int:
+        """Re-add kept pages' passage sketches from MongoDB, oldest first (claim order = page order), in bulk;
+        not those of `exclude`: pages the spool replay decides, which are no one's original until it has."""
         n, chunk = 0, []
         cur = self.pages.find({"sketch": {"$type": "array"}}, {"_id": 1, "sketch": 1}).sort("fetched", 1)
         for d in cur.batch_size(5000):
+            if str(d["_id"]) in exclude:
+                continue
             chunk.append((str(d["_id"]), [to_unsigned64(v) for v in d["sketch"]]))
             if len(chunk) >= 50_000:
                 n += self._retry("redis", self.sketches.add_many, chunk)
@@ -114,7 +119,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             problem = self._index_problem(stored)   # decided again: another process may have repaired it meanwhile
             t = time.monotonic()
             if problem is not None and problem[0] == "rebuild":
-                n = self._rebuild_index(saving)
+                n = self._rebuild_index(saving, exclude)
                 log.warning("the Redis index at %s %s: rebuilt from MongoDB (%s pages) in %.1f s",
                             mask_credentials(self.redis_url), problem[1], f"{n:,}", time.monotonic() - t)
                 return n
@@ -149,7 +154,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         third of the index lost, so everything is re-added; the slots are marked whole only after that."""
         self._retry("redis", self.index.mark_layout)
         added = self._repair_simhash(exclude, stored, force=bool(lost_slots))
-        self._repair_sketches(force=bool(lost_slots))
+        self._repair_sketches(exclude, force=bool(lost_slots))
         self._repair_seeds()
         if lost_slots:
             self._retry("redis", self.index.mark_whole)
@@ -262,15 +267,17 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                     indexed or 0, stored, time.monotonic() - t)
         return max(0, stored - (indexed or 0))
 
-    def _repair_sketches(self, force: bool = False) -> int:
+    def _repair_sketches(self, exclude: set[str], force: bool = False) -> int:
         """Re-claim kept pages' passage sketches when Redis has none (or lost some: `force`) and MongoDB has
-        some. Re-claimed pages that kept theirs hold two records each (later claims still come after both)."""
+        some, but not those of the pages the spool replay decides (`exclude`, as for SimHash: a replayed page
+        that met one took it for an original, and a copy published earlier displaced it: seed 1129). Re-claimed
+        pages that kept theirs hold two records each (later claims still come after both)."""
         if not force and self._retry("redis", self.sketches.claimed_any):
             return 0
         if self._retry("mongo", self.pages.find_one, {"sketch": {"$type": "array"}}, {"_id": 1}) is None:
             return 0
         t = time.monotonic()
-        n = self._reclaim_sketches()
+        n = self._reclaim_sketches(exclude)
         log.warning("Redis had no passage sketches: re-claimed %d pages' sketches in %.2f s", n, time.monotonic() - t)
         return n
 

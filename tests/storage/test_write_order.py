@@ -471,3 +471,17 @@ def test_settling_copies_inside_a_cycle_keeps_the_record_of_a_page_already_moved
     store.settle_copies([b.page_id])
     pages, copies = _state(store)
     assert pages == [b.page_id] and copies == {a.page_id: b.page_id}, (pages, copies)
+
+
+def test_the_repair_gives_no_passage_claims_to_pages_the_spool_replay_decides(store):
+    """Seed 1129 (embedded, redis_wipe): after a Redis wipe the repair re-claimed the sketches of every page,
+    the spooled (undecided) ones too. Replayed first, the original O (dated) met U, an undecided later copy, took
+    it for an original and displaced it, and stood beside the undated page it copies. Like their SimHash
+    entries, undecided pages' sketches wait for their own replayed decision."""
+    kept, undecided = _doc("k" * 32, STORY, None), _doc("u" * 32, STORY, 21)
+    store.save_pages([_page(kept), _page(undecided)])
+    store.sketches.clear()                                   # Redis came back empty
+    store.reconcile_index(exclude={undecided.page_id})
+    probe = _doc("p" * 32, STORY, 19)
+    _, candidates = store.claim_sketch(probe.page_id, list(probe.sketch), 2)
+    assert {c[0] for c in candidates} == {kept.page_id}, candidates
