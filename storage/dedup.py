@@ -107,13 +107,14 @@ class DedupStore(Connection):
         """After a Redis data loss: re-add the pages this process indexed lately that the index lacks, with
         their sketches, claimed texts and dates; returns how many. Saved ones too: a page whose save landed
         after the refill read MongoDB, and before this, is in neither (its copy would then be kept as new).
-        On a cluster a page's SimHash entries may have survived while its sketch or text did not (they lie
-        in other slots): every page in flight gets those back."""
+        A page's SimHash entry may be back while its sketch or text is not (on a cluster they lie in other
+        slots; on one server the refill from MongoDB re-adds SimHash entries, and sketches only when none
+        survived): every page in flight gets those back (a claim already there stays one)."""
         with self.inflight_lock:
             entries = dict(self.inflight)
         missing = [(pid, e) for pid, e in entries.items() if not self._indexed(pid, e[0], e[1])]
         self._retry("redis", self.index.add_many, ((pid, e[0], e[1]) for pid, e in missing))
-        for pid, (_, _, sketch, text, *date) in (entries.items() if self.index.cluster else missing):
+        for pid, (_, _, sketch, text, *date) in entries.items():
             if sketch:
                 self._retry("redis", self.sketches.claim, pid, list(sketch), 10 ** 6)
             if text is not None:

@@ -485,3 +485,18 @@ def test_the_repair_gives_no_passage_claims_to_pages_the_spool_replay_decides(st
     probe = _doc("p" * 32, STORY, 19)
     _, candidates = store.claim_sketch(probe.page_id, list(probe.sketch), 2)
     assert {c[0] for c in candidates} == {kept.page_id}, candidates
+
+
+def test_a_page_in_flight_gets_its_passage_claim_back_after_a_loss_that_spared_its_simhash_entry(store):
+    """Redis came back having lost the last second's writes: the refill from MongoDB re-added the page's SimHash
+    entry but no sketches (some had survived), and the in-flight refill skipped the page (its SimHash entry
+    answered for it), so a later copy could miss this page by passages. Every page in flight gets its claim back.
+    (Found reading invariant seed 1286, which fails for other reasons too: issue 31.)"""
+    engine = _engine(store)
+    page = _doc("c" * 32, STORY, 13)
+    assert engine.decide(page).kind == "new"
+    store.sketches.unclaim(page.page_id, list(page.sketch))     # the claim was in the lost second
+    store._refill_inflight()
+    probe = _doc("p" * 32, STORY, 11)
+    _, candidates = store.claim_sketch(probe.page_id, list(probe.sketch), 2)
+    assert page.page_id in {c[0] for c in candidates}, candidates
