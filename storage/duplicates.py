@@ -92,16 +92,20 @@ class DuplicateStore(Connection):
     def resolve_original(self, page_id: str) -> tuple[str, str | None]:
         """The page that now stands for page_id: itself, or the earlier-published copy that displaced it
         (followed to the end of the chain); with that page's URL when a displacement named it."""
+        return self._chain_end(page_id)[:2]
+
+    def _chain_end(self, page_id: str) -> tuple[str, str | None, str | None]:
+        """resolve_original's answer, and where the last marker leads when the chain closed into a cycle."""
         url, seen = None, {str(page_id)}
         for _ in range(MAX_HOPS):
             marker = self._retry("mongo", self.demotions.find_one, {"_id": str(page_id)}, {"by": 1, "by_url": 1})
             if marker is None or marker["by"] in seen:
                 if marker is not None:
                     log.error("displacements of page %s form a cycle; it stands for itself", page_id)
-                return str(page_id), url
+                return str(page_id), url, marker["by"] if marker is not None else None
             page_id, url = marker["by"], marker.get("by_url")
             seen.add(page_id)
-        return str(page_id), url
+        return str(page_id), url, None
 
     def settle_copies(self, original_ids: list[str]) -> int:
         """Re-point copy records whose original was displaced by an earlier-published copy; returns how many.
@@ -131,11 +135,8 @@ class DuplicateStore(Connection):
         """resolve_original, with a cycle of displacements broken first (`_break_cycle`: the page
         MongoDB still holds stands): the end of a cycle is no page that stands, and taking it for one deleted
         the copy record of a page already moved out (invariant seed 1024)."""
-        target, url = self.resolve_original(page_id)
-        marker = self._retry("mongo", self.demotions.find_one, {"_id": target}, {"by": 1})
-        if marker is None:
-            return target, url
-        return self._break_cycle(target, marker["by"])
+        target, url, cycle = self._chain_end(page_id)
+        return (target, url) if cycle is None else self._break_cycle(target, cycle)
 
     def _break_cycle(self, page_id: str, by: str) -> tuple[str, str | None]:
         """Displacements that form a cycle (two crawlers each took one page for the other's copy at once): of
