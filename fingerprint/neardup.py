@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import logging
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -29,6 +30,8 @@ from fingerprint.hamming_index import HammingIndex
 from fingerprint.matcher import MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
 from fingerprint.simhash import hamming
+
+decisions = logging.getLogger("zhdedup.decisions")   # DEBUG: every verdict, to read a run back
 
 MAX_RACES = 8  # displacements of one story lost to other crawlers before a copy settles for what it found
 MAX_K = 8  # beyond 8 bits the k+1 blocks are under 8 bits wide: every lookup scans a large share of the index
@@ -186,6 +189,12 @@ class DedupEngine:
 
     def decide(self, doc: DedupDoc) -> Verdict:
         """Exact -> SimHash -> passages; a copy published before its original takes its place."""
+        verdict = self._decide(doc)
+        if decisions.isEnabledFor(logging.DEBUG):   # the trail a lost invariant is read back from
+            decisions.debug("page %s %s (published %s): %s", doc.page_id, doc.url, doc.published, verdict)
+        return verdict
+
+    def _decide(self, doc: DedupDoc) -> Verdict:
         hit = self.index.check_and_insert(doc)
         if hit.kind == "unchanged":
             return Verdict("unchanged", doc.page_id)
@@ -222,6 +231,8 @@ class DedupEngine:
         p = self.params
         seq, others = self.index.claim_sketch(doc, p.min_shared)
         earlier = sorted((o for o in others if o[2] < seq and o[0] != doc.page_id), key=lambda o: (-o[1], o[2]))
+        if others and decisions.isEnabledFor(logging.DEBUG):
+            decisions.debug("page %s claim %d shares passages with (page, values, claim) %s", doc.page_id, seq, others)
         for other, _, _ in earlier[: p.max_candidates]:
             text = self.index.text_of(other)
             coverage = passage_coverage(text, doc.text) if text else 0.0

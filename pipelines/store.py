@@ -46,6 +46,8 @@ class StorePipeline:
         a = ItemAdapter(item)
         doc = {k: v for k, v in a.items() if k not in TRANSIENT and v is not None}
         doc["_id"] = doc.pop("page_id", None) or doc.get("canonical_url") or doc["url"]
+        if (a.get("dedup") or {}).get("spooled"):   # decided by a spool replay: no index repair may add it
+            doc["undecided"] = True
         ctype = (a.get("headers") or {}).get("content-type")
         if ctype:
             doc["content_type"] = ctype

@@ -57,7 +57,12 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
     def rebuild_index(self) -> int:
         """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change), one process at a time."""
         with self._repair_lock().held():
-            return self._rebuild_index()
+            return self._rebuild_index(exclude=self.undecided_pages())
+
+    def undecided_pages(self) -> set[str]:
+        """Pages kept while Redis was away, whose decision waits in some crawler's spool: no repair indexes
+        them (another process's repair did, and a later page took one for an original: seed 1286)."""
+        return {str(d["_id"]) for d in self._retry("mongo", list, self.pages.find({"undecided": True}, {"_id": 1}))}
 
     def _rebuild_index(self, saving: dict[str, dict] | None = None,
                        exclude: set[str] | frozenset[str] = frozenset()) -> int:
@@ -99,9 +104,10 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         """Check every Redis index the crawl relies on against MongoDB and repair it: an index of another
         store, layout or later MongoDB generation is rebuilt; entries of pages MongoDB lost are dropped;
         what is missing is re-added (exact + SimHash tables, passage sketches, source seeds).
-        `exclude`: pages the spool replay decides; `saving`: pages whose save waits in the spool.
+        `exclude`: pages this process's spool replay decides; `saving`: pages whose save waits in the spool.
+        Pages any process kept undecided (`undecided_pages`) are left out as well.
         Logs a WARNING naming what was repaired and how long it took; returns pages re-added."""
-        exclude = exclude or set()
+        exclude = (exclude or set()) | self.undecided_pages()
         # a data loss recorded before this repair read MongoDB is met by it (pages in flight: `_after_redis_outage`)
         loss = self._retry("redis", self.redis.get, lost_key(self.config.key_prefix)) or b""
         added = self._reconcile_index(exclude, saving)
@@ -129,7 +135,10 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                     "the Redis index at %s %s: dropped %s entries of pages MongoDB lacks (older than %.0f s: "
                     "not in flight) in %.1f s", mask_credentials(self.redis_url), problem[1], f"{dropped:,}",
                     self.config.phantom_seconds, time.monotonic() - t)
-            added = self._refill(exclude, stored, self._retry("redis", self.index.lost_slots))
+            # no owner key: the index lost its data since its last repair; what other processes claimed
+            # since (their pages in flight, claims made before they saw the loss) hides the loss from counts
+            added = self._refill(exclude, stored, self._retry("redis", self.index.lost_slots),
+                                 force=problem is not None and problem[0] == "empty")
             self._mark_owner()
             return added
 
@@ -148,13 +157,15 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             log.warning("finished %d displacements left half done (a crawler stopped mid-way)", done)
         return done
 
-    def _refill(self, exclude: set[str], stored: int, lost_slots: int = 0) -> int:
+    def _refill(self, exclude: set[str], stored: int, lost_slots: int = 0, force: bool = False) -> int:
         """Re-add, kind by kind, what the index lacks (idempotent, nothing removed); returns pages re-added.
         `lost_slots`: cluster slots that came back empty (storage/sentinels.py): counts cannot tell what a
-        third of the index lost, so everything is re-added; the slots are marked whole only after that."""
+        third of the index lost, so everything is re-added; the slots are marked whole only after that.
+        `force`: everything re-added too (the index lost its data; counts may not show it)."""
+        force = force or bool(lost_slots)
         self._retry("redis", self.index.mark_layout)
-        added = self._repair_simhash(exclude, stored, force=bool(lost_slots))
-        self._repair_sketches(exclude, force=bool(lost_slots))
+        added = self._repair_simhash(exclude, stored, force=force)
+        self._repair_sketches(exclude, force=force)
         self._repair_seeds()
         if lost_slots:
             self._retry("redis", self.index.mark_whole)
@@ -358,6 +369,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             out[name] = entry
         try:
             out["counts"] = {n: self.db[n].count_documents({}) for n in COLLECTIONS}
+            out["counts"]["undecided"] = self.pages.count_documents({"undecided": True})   # waiting for a replay
         except PyMongoError as e:
             out["counts"] = None
             out["mongo"]["error"] = str(e)
@@ -419,6 +431,8 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                 self._demote(doc, verdict, replay.index)
                 stats["demoted"] += 1
             else:
+                if str(doc["_id"]) in replay.decided:   # its decision came first in the spool: kept, decided
+                    doc = {k: v for k, v in doc.items() if k != "undecided"}
                 self._settle_saved([{**doc, "_id": self._retry("mongo", self._save_page, doc)}])
         elif op == "settle_pages":
             ids = [to_oid(i) for i in a["ids"]]
@@ -445,6 +459,8 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         if pid in replay.decided:
             return None
         page = replay.pending.get(pid) or self._retry("mongo", self.pages.find_one, {"_id": to_oid(pid)})
+        if page is None and (heir := self._heir(pid)) is not None and heir not in replay.decided:
+            return self._replay_decision({**a, "page_id": heir}, replay, stats)
         doc = dedup_doc(page) if page is not None else None
         if doc is None:   # never saved (its crawler died first) or fingerprinting was off: nothing to decide
             log.info("spooled check of page %s: no stored page to decide on", pid)
@@ -460,7 +476,18 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             if pid not in replay.pending:
                 self._demote(page, verdict, replay.index)
                 stats["demoted"] += 1
+        elif pid not in replay.pending:
+            self._retry("mongo", self.pages.update_one, {"_id": to_oid(pid)}, {"$unset": {"undecided": ""}})
         return None
+
+    def _heir(self, page_id: str) -> str | None:
+        """The page that displaced an undecided one, which takes over its open decision: found by SimHash,
+        it stood for a page whose passage step never ran (seed 1286: the passage copy it missed stayed kept)."""
+        marker = self._retry("mongo", self.demotions.find_one, {"_id": str(page_id)}, {"by_keys": 1})
+        if marker is None or marker.get("by_keys") is None:   # none, or a copy forwarded to its original
+            return None
+        heir = self.resolve_original(page_id)[0]
+        return heir if heir != str(page_id) else None
 
     def _demote(self, page: dict, verdict: Verdict, index: RedisDedupIndex) -> None:
         """A page stored as new without a full dedup decision turned out to be a copy: record it as a

@@ -500,3 +500,85 @@ def test_a_page_in_flight_gets_its_passage_claim_back_after_a_loss_that_spared_i
     probe = _doc("p" * 32, STORY, 11)
     _, candidates = store.claim_sketch(probe.page_id, list(probe.sketch), 2)
     assert page.page_id in {c[0] for c in candidates}, candidates
+
+
+def _spooled_by_another_crawler(store, *entries: tuple[str, dict]) -> None:
+    """Spool entries as a crawler that has stopped left them (its own file, replayed by the next open)."""
+    from bson import json_util
+
+    store.spool.dir.mkdir(parents=True, exist_ok=True)
+    (store.spool.dir / "other-1-1.jsonl").write_text(
+        "".join(json_util.dumps({"op": op, "args": args}) + "\n" for op, args in entries))
+
+
+def test_no_process_indexes_a_page_whose_decision_waits_in_another_crawlers_spool(store):
+    """Seed 1286 (redis, redis_kill, two crawlers): crawler A kept page U undecided (Redis away) and spooled its
+    decision; crawler B's repair after the loss re-added U from MongoDB, knowing nothing of A's spool, and a
+    later page took U for an original. The page carries the mark in MongoDB, so every repair leaves it out
+    until the replay decides it; the replay clears the mark."""
+    from pipelines.store import StorePipeline
+
+    kept, undecided = _doc("k" * 32, OTHER, None), _doc("u" * 32, STORY, 12)
+    doc = StorePipeline.document({**_page(undecided), "page_id": undecided.page_id,
+                                  "dedup": {"kind": "new", "spooled": True}})
+    assert doc["undecided"] is True and "dedup" not in doc
+    store.save_pages([_page(kept), doc])
+    store.index.clear()
+    store.sketches.clear()                                   # Redis came back empty
+    store.reconcile_index()                                  # crawler B: no spool of its own
+    probe = _doc("p" * 32, STORY, 11)
+    assert store.lookup(probe.content_hash, probe.simhash).kind == "new"
+    _, candidates = store.claim_sketch(probe.page_id, list(probe.sketch), 2)
+    assert undecided.page_id not in {c[0] for c in candidates}, candidates
+    store.sketches.unclaim(probe.page_id, list(probe.sketch))
+    _spooled_by_another_crawler(store, ("index", {"page_id": undecided.page_id, "k": store.config.simhash_k,
+                                                  "content_hash": undecided.content_hash,
+                                                  "simhash": undecided.simhash}))
+    assert store.status()["counts"]["undecided"] == 1
+    store.replay_spool()                                     # crawler A's decision: new, and indexed now
+    assert "undecided" not in store.get_page(undecided.page_id) and store.status()["counts"]["undecided"] == 0
+    assert store.lookup(probe.content_hash, probe.simhash).original_id == undecided.page_id
+
+
+def test_the_page_that_displaced_an_undecided_one_takes_over_its_open_decision(store):
+    """Seed 1286: U (day 12) was indexed, then Redis went away before its passage step, so its decision was
+    spooled. E (day 11), the same text, found U by SimHash and displaced it: E stood without any passage step.
+    The replay found U gone and decided nothing, so P (day 13), a passage copy kept earlier, stood beside E.
+    The replay decides E instead: E finds P by passages and takes its place."""
+    text, copied = _passage_story()
+    passage = DedupDoc.of("p" * 32, copied, NearDupParams(), published=dt.date(2024, 5, 13), url="http://127.0.0.1/p.html")
+    undecided = DedupDoc.of("u" * 32, text, NearDupParams(), published=dt.date(2024, 5, 12), url="http://127.0.0.1/u.html")
+    early = DedupDoc.of("e" * 32, text, NearDupParams(), published=dt.date(2024, 5, 11), url="http://127.0.0.1/e.html")
+    assert _engine(store).decide(passage).kind == "new"
+    store.save_pages([_page(passage)])
+    assert RedisDedupIndex(store).check_and_insert(undecided).kind == "new"   # then Redis went away
+    store.save_pages([{**_page(undecided), "undecided": True}])
+    verdict = _engine(store).decide(early)
+    assert (verdict.kind, verdict.replaced) == ("new", undecided.page_id), verdict
+    store.save_pages([_page(early)])
+    _spooled_by_another_crawler(store, ("recheck", {"page_id": undecided.page_id, "k": store.config.simhash_k,
+                                                    "why": "passage claim: Redis away"}))
+    store.replay_spool()
+    pages, copies = _state(store)
+    assert pages == [early.page_id], (pages, copies)
+    assert copies == {"p": early.page_id, "u": early.page_id}, copies
+
+
+def test_a_repair_after_a_total_loss_reclaims_sketches_that_a_claim_made_since_hides(store):
+    """Redis restarted empty and another crawler claimed a sketch before this repair ran: the sketch repair
+    saw a claim counter and took the sketches for whole, so every stored page lost its passage claim. With
+    no owner key the index lost its data since its last repair: everything is re-added."""
+    from storage.identity import owner_key
+
+    kept = _doc("k" * 32, STORY, None)
+    store.save_pages([_page(kept)])
+    store.reconcile_index()
+    store.index.clear()
+    store.sketches.clear()
+    store.redis.delete(owner_key(store.config.key_prefix))   # Redis came back empty
+    other = _doc("o" * 32, OTHER, None)
+    store.claim_sketch(other.page_id, list(other.sketch), 2)  # another crawler, first after the restart
+    store.reconcile_index()
+    probe = _doc("p" * 32, STORY, 11)
+    _, candidates = store.claim_sketch(probe.page_id, list(probe.sketch), 2)
+    assert kept.page_id in {c[0] for c in candidates}, candidates
