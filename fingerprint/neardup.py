@@ -116,6 +116,11 @@ class LookupUnavailable(Exception):
     runs again later (the index has queued it); a failed lookup never makes a page "new"."""
 
 
+class OriginalTakenBack(Exception):
+    """The undated page a dated one was found to copy turned out a copy itself (or was displaced) while its
+    own decision ran: the dated page is decided again, against what stands now."""
+
+
 @dataclass(frozen=True)
 class IndexHit:
     """What an index's check-and-insert found: kind "new" | "exact" | "near", the original, the distance."""
@@ -161,6 +166,9 @@ class DedupIndex(Protocol):
     def published_of(self, page_id: str) -> dt.date | None:
         """A kept page's publish date (None when unknown)."""
 
+    def settled(self, page_id: str) -> bool:
+        """Once a kept page's own decision is over: True if it stands, False if it was taken back or displaced."""
+
     def forget(self, doc: DedupDoc) -> None:
         """Undo a page's index entries (it turned out to be a copy after its claim)."""
 
@@ -194,7 +202,7 @@ class DedupEngine:
             decisions.debug("page %s %s (published %s): %s", doc.page_id, doc.url, doc.published, verdict)
         return verdict
 
-    def _decide(self, doc: DedupDoc) -> Verdict:
+    def _decide(self, doc: DedupDoc, again: int = MAX_RACES) -> Verdict:
         hit = self.index.check_and_insert(doc)
         if hit.kind == "unchanged":
             return Verdict("unchanged", doc.page_id)
@@ -218,6 +226,10 @@ class DedupEngine:
             if verdict.is_duplicate:
                 self.index.forward(doc, verdict)
             return verdict
+        except OriginalTakenBack as e:
+            if again:
+                return self._decide(doc, again - 1)
+            return self._defer(doc, LookupUnavailable(f"original {e} taken back {MAX_RACES} times"))
         except LookupUnavailable as e:
             return self._defer(doc, e)
 
@@ -252,6 +264,10 @@ class DedupEngine:
             if verdict.original == doc.page_id:   # this very page took the place (another crawler fetched it too)
                 return Verdict("unchanged", doc.page_id)
             theirs = self.index.published_of(verdict.original)
+            # undated, it stands only by being first: never if its own decision, still running, calls it a
+            # copy of a page published after doc (invariant seed 1286: the later copy stood, doc was dropped)
+            if theirs is None and not self.index.settled(verdict.original):
+                raise OriginalTakenBack(verdict.original)
             if theirs is None or not doc.published < theirs:
                 return verdict
             winner = self.index.replace_original(verdict.original, doc, verdict)
@@ -320,6 +336,10 @@ class MemoryDedupIndex:
         """The kept page's publish date."""
         kept = self.kept.get(page_id)
         return kept.published if kept else None
+
+    def settled(self, page_id: str) -> bool:
+        """Decisions here run one at a time: a kept page's is over."""
+        return True
 
     def forget(self, doc: DedupDoc) -> None:
         """Remove every entry that points at this page."""

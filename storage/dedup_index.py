@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 RECENT = 10_000  # pages kept by this process, whose save to MongoDB may still be on its way
 INFLIGHT = 2_000  # pages (with texts) re-added after a Redis data loss if MongoDB does not have them yet
 POLL = (0.05, 0.1, 0.2, 0.4, 0.0)  # another crawler may have claimed a page and still be saving it
+SETTLE_POLL = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 0.0)   # a page's decision, and its save, may wait out an outage
 TEXT_TTL = 24 * 3600  # a claimed page's text waits in Redis until its page is in MongoDB (or a day)
 WITHDRAWN = b""  # the text key of a claim taken back (its page was a copy): no such page, nothing to wait for
 
@@ -129,6 +130,24 @@ class RedisDedupIndex:
         if claimed:
             return publish_date(claimed.decode())
         return publish_date((self._page_or_none(page_id) or {}).get("published"))
+
+    def settled(self, page_id: str) -> bool:
+        """Wait for a kept page's own decision to end: True once MongoDB holds it, False when it was taken back
+        as a copy or displaced; LookupUnavailable when neither happens in time (the caller is deferred)."""
+        if page_id in self.pending:
+            return True
+        store = self.store
+        for delay in SETTLE_POLL:
+            try:
+                if store._retry("mongo", store.pages.find_one, {"_id": to_oid(page_id)}, {"_id": 1}) is not None:
+                    return True
+                if store._retry("redis", store.redis.get, text_key(store, page_id)) == WITHDRAWN or \
+                        store._retry("mongo", store.demotions.find_one, {"_id": page_id}, {"_id": 1}) is not None:
+                    return False
+            except StorageUnavailable as e:
+                raise LookupUnavailable(f"is page {page_id} decided: {e.detail}") from e
+            time.sleep(delay)
+        raise LookupUnavailable(f"page {page_id} was neither saved nor taken back in {sum(SETTLE_POLL):.0f} s")
 
     def url_of(self, page_id: str) -> str | None:
         """The kept page's URL, for the copy record."""

@@ -582,3 +582,32 @@ def test_a_repair_after_a_total_loss_reclaims_sketches_that_a_claim_made_since_h
     probe = _doc("p" * 32, STORY, 11)
     _, candidates = store.claim_sketch(probe.page_id, list(probe.sketch), 2)
     assert kept.page_id in {c[0] for c in candidates}, candidates
+
+
+def test_a_dated_copy_of_an_undated_page_still_deciding_is_decided_again_when_that_page_turns_out_a_copy(store):
+    """Seed 1286, story 6: P (day 18), a passage copy, was kept. N (undated) was indexed and its passage step
+    was still running when O (day 14) found N by its exact hash: undated, N stood by being first, so O was
+    dropped as N's copy. N's passage step then found N a copy of P, and P (day 18) stood for a story whose
+    earliest page, O, had been dropped. O now waits for N's decision to end, and is decided again."""
+    text, copied = _passage_story()
+    passage = DedupDoc.of("p" * 32, copied, NearDupParams(), published=dt.date(2024, 5, 18), url="http://127.0.0.1/p.html")
+    undated = DedupDoc.of("n" * 32, text, NearDupParams(), url="http://127.0.0.1/n.html")
+    early = DedupDoc.of("o" * 32, text, NearDupParams(), published=dt.date(2024, 5, 14), url="http://127.0.0.1/o.html")
+    assert _engine(store).decide(passage).kind == "new"
+    store.save_pages([_page(passage)])
+    assert RedisDedupIndex(store).check_and_insert(undated).kind == "new"   # N's passage step still to come
+    seen = []
+
+    class Interleaved(RedisDedupIndex):
+        def settled(self, page_id):
+            if not seen:                                    # N's decision ends while O waits for it
+                seen.append(_engine(store).decide(undated))
+            return super().settled(page_id)
+
+    verdict = DedupEngine(NearDupParams(k=store.config.simhash_k), Interleaved(store)).decide(early)
+    assert (seen[0].kind, seen[0].original) == ("near", passage.page_id), seen
+    assert (verdict.kind, verdict.replaced) == ("new", passage.page_id), verdict
+    store.save_pages([_page(early)])
+    store.record_duplicates([_copy(undated, passage.page_id)])
+    pages, copies = _state(store)
+    assert pages == [early.page_id] and copies == {"p": early.page_id, "n": early.page_id}, (pages, copies)
