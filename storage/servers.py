@@ -41,6 +41,7 @@ from .errors import StorageUnavailable
 NAMES = ("redis", "mongo")
 START_TIMEOUT = 30.0
 GRACE = 15.0             # seconds a recorded server that is alive but silent gets to answer
+KILL_WAIT = 20.0         # seconds a SIGKILLed server may take to be gone (a loaded machine) before we go on
 MARKS = {"redis": "redis-server", "mongo": "secantus"}   # in the command line of each server
 PROVISION = "mongo-provision"   # run/ files naming the provisioning server while it runs
 MONGO_USER = "zhdedup"
@@ -360,7 +361,9 @@ def _signal_all(pids: list[int], sig: int) -> None:
 
 
 def _kill_all(pids: list[int], name: str, timeout: float = 20.0) -> None:
-    """Stop servers together (SIGTERM, a clean shutdown for both; SIGKILL after timeout); return when gone."""
+    """Stop servers together (SIGTERM, a clean shutdown for both; SIGKILL after timeout); return when gone,
+    whatever the timeout: a server still dying holds its data directory's lock (WiredTiger refused the next
+    server on it after a provisioning stopped with timeout 0: invariant seed 1337, early_kill)."""
     live = [p for p in pids if pid_alive(p, name)]
     _signal_all(live, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -368,9 +371,9 @@ def _kill_all(pids: list[int], name: str, timeout: float = 20.0) -> None:
         time.sleep(0.05)
         live = [p for p in live if pid_alive(p, name)]
     _signal_all(live, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + max(timeout, KILL_WAIT)
     while any(pid_alive(p, name) for p in live) and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.01)
 
 
 def _stop_strays(name: str, data_dir: Path, timeout: float = 20.0) -> bool:

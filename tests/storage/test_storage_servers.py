@@ -122,3 +122,17 @@ def test_cli_errors_are_one_line(tmp_path, servers):
     st = json.loads(out.stdout)
     assert out.returncode == 1 and not st["mongo"]["ok"] and not st["mongo"]["embedded"] and st["redis"]["ok"]
     assert time.monotonic() - t0 < 30
+
+
+def test_a_server_stopped_without_grace_is_gone_when_the_stop_returns():
+    """The provisioning server is stopped with timeout 0 (SIGKILL at once); the stop returned before the
+    process was gone, and the real server started next on the data directory found WiredTiger's lock still
+    held ("already being managed by another process": invariant seed 1337, early_kill, a loaded machine)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "secantus"])
+    try:
+        assert srv.pid_alive(proc.pid, "mongo")
+        srv._kill_all([proc.pid], "mongo", timeout=0.0)
+        assert not srv.pid_alive(proc.pid, "mongo")
+    finally:
+        proc.kill()
+        proc.wait()
