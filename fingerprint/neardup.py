@@ -264,10 +264,10 @@ class DedupEngine:
             if verdict.original == doc.page_id:   # this very page took the place (another crawler fetched it too)
                 return Verdict("unchanged", doc.page_id)
             theirs = self.index.published_of(verdict.original)
-            # undated, it stands only by being first: never if its own decision, still running, calls it a
-            # copy of a page published after doc (invariant seed 1286: the later copy stood, doc was dropped)
-            if theirs is None and not self.index.settled(verdict.original):
-                raise OriginalTakenBack(verdict.original)
+            if theirs is None:   # undated, or its date not visible yet: wait for its own decision to end
+                if not self.index.settled(verdict.original):   # a copy itself (seed 1286: a later one stood)
+                    raise OriginalTakenBack(verdict.original)
+                theirs = self.index.published_of(verdict.original)   # saved: its date (seed 1339)
             if theirs is None or not doc.published < theirs:
                 return verdict
             winner = self.index.replace_original(verdict.original, doc, verdict)

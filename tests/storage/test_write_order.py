@@ -611,3 +611,19 @@ def test_a_dated_copy_of_an_undated_page_still_deciding_is_decided_again_when_th
     store.record_duplicates([_copy(undated, passage.page_id)])
     pages, copies = _state(store)
     assert pages == [early.page_id] and copies == {"p": early.page_id, "n": early.page_id}, (pages, copies)
+
+
+def test_a_copy_published_earlier_waits_for_the_date_of_an_original_whose_save_is_on_its_way(store):
+    """Seed 1339 (cluster, crawler_kill): R (day 19) was indexed by another crawler, its date not in Redis yet
+    (the passage claim carries it) nor its page in MongoDB. O (day 16), the same text, read R's date as unknown,
+    so R stood by being first and O was dropped. O now waits for R's decision to end and reads its date then."""
+    late, early = _doc("r" * 32, STORY, 19), _doc("o" * 32, STORY, 16)
+    assert RedisDedupIndex(store).check_and_insert(late).kind == "new"   # the other crawler, mid-decision
+
+    class Interleaved(RedisDedupIndex):
+        def settled(self, page_id):
+            store.save_pages([_page(late)])                  # R's save lands while O waits
+            return super().settled(page_id)
+
+    verdict = DedupEngine(NearDupParams(k=store.config.simhash_k), Interleaved(store)).decide(early)
+    assert (verdict.kind, verdict.replaced) == ("new", late.page_id), verdict
