@@ -130,9 +130,11 @@ def init_app(app: Flask) -> None:
 
 def _csrf_failed(exc: CSRFError) -> Any:
     """A login form whose token no longer fits the cookie: show the form again (with a token that fits
-    now) and say why; nothing was checked or counted. Every other form keeps Flask-WTF's bare 400."""
+    now) and say why; nothing was checked or counted. Every other form gets the styled 400 page."""
     if request.endpoint != "auth.login":
-        return exc
+        from admin import error_page
+
+        return error_page(exc)
     flash("The login form had expired (a new session was started, e.g. in another tab); please log in again.",
           "error")
     return render_template("auth/login.html", next=safe_next(request.values.get("next"))), 400

@@ -20,6 +20,19 @@ def _cache() -> TTLCache:
     return current_app.extensions.setdefault("admin_cache", TTLCache())
 
 
+def note_review(old: str | None, new: str) -> None:
+    """Move the cached status counts with a review, so the dashboard follows it at once."""
+    def move(stats: dict) -> None:
+        counts = stats.get("counts") or {}
+        if old == new or f"matches_{new}" not in counts:
+            return
+        if counts.get(f"matches_{old}", 0) > 0:
+            counts[f"matches_{old}"] -= 1
+        counts[f"matches_{new}"] += 1
+
+    _cache().update("stats", move)
+
+
 @bp.route("/")
 def index() -> Any:
     """Today's picture; the aggregations are cached and refreshed in the background."""

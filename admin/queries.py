@@ -80,7 +80,8 @@ def parse_match_query(args: Mapping[str, str], per_page: int = 50) -> MatchQuery
         raise BadFilter(f"sort must be one of {', '.join(SORTS)}")
     mq = MatchQuery(
         status=status,
-        site=(args.get("site") or "").strip()[:200],
+        site_like=(args.get("site") or "").strip()[:200],   # a part of the host is enough
+        q=(args.get("q") or "").strip()[:200],
         source=(args.get("source") or "").strip()[:200],
         score_min=_float_arg(args, "score_min"), score_max=_float_arg(args, "score_max"),
         date_from=_date_arg(args, "date_from"), date_to=_date_arg(args, "date_to"),
@@ -93,7 +94,7 @@ def parse_match_query(args: Mapping[str, str], per_page: int = 50) -> MatchQuery
     if args.get("after"):
         mq.after = _cursor_arg(args["after"], SORTS[sort][0])
     mq.args = {k: str(v) for k, v in args.items()
-               if k in ("status", "site", "source", "score_min", "score_max", "date_from",
+               if k in ("q", "status", "site", "source", "score_min", "score_max", "date_from",
                         "date_to", "sort", "per_page") and v}
     return mq
 
@@ -162,6 +163,13 @@ class TTLCache:
         with self._lock:
             hit = self._data.get(key)
         return hit[1] if hit else None
+
+    def update(self, key: str, change: Callable[[Any], None]) -> None:
+        """Apply a known change to a cached value in place (a review moves a count at once)."""
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None:
+                change(hit[1])
 
     def clear(self) -> None:
         """Forget every value (tests, after imports)."""
