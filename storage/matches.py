@@ -68,6 +68,16 @@ class MatchStore(Connection):
             return int(self._retry("mongo", self.matches.estimated_document_count))
         return int(self._retry("mongo", self.matches.count_documents, cond))
 
+    def match_ids_for_urls(self, urls: list[str]) -> dict[str, str]:
+        """{suspect URL: id of a match on it} for the URLs that have one (the duplicates view links them)."""
+        if not urls:
+            return {}
+        cur = self.matches.find({"suspect_url": {"$in": list(urls)[:1000]}}, {"suspect_url": 1}).sort("created", -1)
+        found: dict[str, str] = {}
+        for d in self._retry("mongo", list, cur):
+            found.setdefault(d["suspect_url"], str(d["_id"]))
+        return found
+
     def record_live_check(self, match_id: str, check: dict) -> None:
         """Keep the latest re-fetch of a match's page (state, time, HTTP status, why) on the match."""
         self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)}, {"$set": {"live_check": check}})

@@ -33,6 +33,18 @@ document.addEventListener("DOMContentLoaded", function () {
       }
     });
   }
+  // Make-notice form: a known rights holder fills in the contact and address remembered for it.
+  var holder = document.getElementById("holder");
+  if (holder) {
+    holder.addEventListener("change", function () {
+      document.querySelectorAll("#known-holders li").forEach(function (li) {
+        if (li.dataset.holder === holder.value) {
+          document.getElementById("contact").value = li.dataset.contact;
+          document.getElementById("address").value = li.dataset.address;
+        }
+      });
+    });
+  }
   // Matches list: j / k move the current row, x ticks it, Enter opens it, c / d / l submit the bulk
   // form for the ticked rows (or the current row when none is ticked).
   var bulk = document.getElementById("bulk-form");
