@@ -94,21 +94,75 @@ def _squash(text: str) -> str:
     return "".join(text.split())
 
 
-def compare(reference: dict[str, Any], body: bytes, url: str) -> tuple[str, str]:
-    """("unchanged" | "changed", why) for a fetched body against the snapshot's raw bytes and text."""
-    if reference.get("raw_sha256") and hashlib.sha256(body).hexdigest() == reference["raw_sha256"]:
+def page_text(body: bytes) -> str:
+    """The visible text of a page (scripts and styles left out), for finding the matched passages."""
+    import lxml.html
+
+    try:
+        tree = lxml.html.fromstring(body)
+    except (ValueError, lxml.etree.ParserError):
+        return ""
+    for bad in tree.xpath("//script|//style|//noscript"):
+        bad.drop_tree()
+    return tree.text_content()
+
+
+def next_part(body: bytes, url: str, seen: set[str]) -> str | None:
+    """The URL of the chapter's next part (a "下一页" link on the same host, as the fiction spider
+    follows it), or None."""
+    import lxml.html
+    from urllib.parse import urljoin
+
+    from crawler.spiders.fiction import NEXT_PAGE, NOT_NEXT
+
+    try:
+        tree = lxml.html.fromstring(body)
+    except (ValueError, lxml.etree.ParserError):
+        return None
+    for a in tree.iter("a"):
+        target = urljoin(url, a.get("href") or "").split("#")[0]
+        text = a.text_content()
+        if (NEXT_PAGE.match(text) and not NOT_NEXT.search(text) and target not in seen
+                and urlsplit(target).netloc == urlsplit(url).netloc and safe_scheme(target)):
+            return target
+    return None
+
+
+def safe_scheme(url: str) -> bool:
+    return urlsplit(url).scheme in ("http", "https")
+
+
+CHUNK = 16          # a passage is looked for in pieces: a chapter part's page chrome may cut it in two
+KEPT_SHARE = 0.9
+
+
+def still_there(passage: str, live: str) -> bool:
+    """Whether a (squashed) passage is on the live page: 90% of its 16-character pieces are."""
+    chunks = [passage[i:i + CHUNK] for i in range(0, len(passage), CHUNK)] or [passage]
+    return sum(c in live for c in chunks) >= KEPT_SHARE * len(chunks)
+
+
+def compare(reference: dict[str, Any], bodies: list[bytes], url: str) -> tuple[str, str]:
+    """("unchanged" | "changed", why) for the fetched part(s) against the snapshot: identical bytes,
+    identical extracted text, or every matched passage still on the page; "changed" otherwise."""
+    if len(bodies) == 1 and reference.get("raw_sha256") and \
+            hashlib.sha256(bodies[0]).hexdigest() == reference["raw_sha256"]:
         return "unchanged", "the page's bytes are identical to the snapshot"
     from extract import NotArticle, extract
 
-    try:
-        text = extract(body, url).text
-    except NotArticle as exc:
-        return "changed", f"no article text on the page now ({exc})"
-    if _squash(text) == _squash(reference.get("text") or ""):
-        return "unchanged", "the page's text is identical to the snapshot"
-    kept = [p for p in reference.get("passages") or [] if p and _squash(p) in _squash(text)]
-    total = len(reference.get("passages") or [])
-    return "changed", f"the text differs from the snapshot; {len(kept)} of {total} matched passages still on the page"
+    if len(bodies) == 1:
+        try:
+            if _squash(extract(bodies[0], url).text) == _squash(reference.get("text") or ""):
+                return "unchanged", "the page's text is identical to the snapshot"
+        except NotArticle:
+            pass
+    live = _squash("".join(page_text(b) for b in bodies))
+    wanted = [p for p in reference.get("passages") or [] if _squash(p)]
+    kept = [p for p in wanted if still_there(_squash(p), live)]
+    parts = f" ({len(bodies)} parts)" if len(bodies) > 1 else ""
+    if wanted and len(kept) == len(wanted):
+        return "unchanged", f"all {len(wanted)} matched passages are still on the page{parts}"
+    return "changed", f"the text differs from the snapshot; {len(kept)} of {len(wanted)} matched passages still on the page{parts}"
 
 
 def reference_of(match: dict, evidence: dict | None) -> dict[str, Any]:
@@ -120,7 +174,10 @@ def reference_of(match: dict, evidence: dict | None) -> dict[str, Any]:
 
 
 def recheck(url: str, reference: dict[str, Any]) -> dict[str, Any]:
-    """Fetch url politely and say what became of it: {state, at, status, reason}; NotAllowed by robots.txt."""
+    """Fetch url politely (and the chapter's further parts) and say what became of it:
+    {state, at, status, reason, url}; NotAllowed when robots.txt forbids it."""
+    from crawler.spiders.fiction import MAX_PARTS
+
     status, body, why = polite_fetch(url)
     at = datetime.now(timezone.utc)
     if status is None or status >= 500 or status == 429:
@@ -130,5 +187,14 @@ def recheck(url: str, reference: dict[str, Any]) -> dict[str, Any]:
     elif status >= 400:
         state, reason = "gone", f"{why}: the page is not served to the crawler"
     else:
-        state, reason = compare(reference, body, url)
+        bodies, seen = [body], {url}
+        nxt = next_part(body, url, seen)
+        while nxt and len(bodies) < MAX_PARTS:
+            seen.add(nxt)
+            part_status, part, _ = polite_fetch(nxt)
+            if part_status != 200:
+                break
+            bodies.append(part)
+            nxt = next_part(part, nxt, seen)
+        state, reason = compare(reference, bodies, url)
     return {"state": state, "at": at, "status": status, "reason": reason, "url": url}
