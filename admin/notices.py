@@ -171,9 +171,9 @@ def create() -> Any:
                                        fields["contact"] or None, fields["address"] or None)
     except NoticeError as exc:
         flash(str(exc), "error")
-        return redirect(url_for("notices.index")), 303
+        return redirect(url_for("notices.index"))
     flash("notice created" if created else "every confirmed match is already in this notice", "ok")
-    return redirect(url_for("notices.show", notice_id=notice["_id"])), 303
+    return redirect(url_for("notices.show", notice_id=notice["_id"]))
 
 
 @bp.route("/<notice_id>")
@@ -205,4 +205,4 @@ def mark_sent(notice_id: str) -> Any:
         abort(400, description=f"say how the notice was sent ({', '.join(CHANNELS)}) and to whom")
     ok = get_store().mark_notice_sent(notice_id, by=g.get("user") or "", channel=channel, recipient=recipient)
     flash("marked as sent" if ok else "this notice was already sent", "ok" if ok else "error")
-    return redirect(url_for("notices.show", notice_id=notice_id)), 303
+    return redirect(url_for("notices.show", notice_id=notice_id))
