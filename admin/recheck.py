@@ -161,7 +161,7 @@ def compare(reference: dict[str, Any], bodies: list[bytes], url: str) -> tuple[s
     kept = [p for p in wanted if still_there(_squash(p), live)]
     parts = f" ({len(bodies)} parts)" if len(bodies) > 1 else ""
     if wanted and len(kept) == len(wanted):
-        return "unchanged", f"all {len(wanted)} matched passages are still on the page{parts}"
+        return "unchanged", f"every matched passage ({len(wanted)}) is still on the page{parts}"
     return "changed", f"the text differs from the snapshot; {len(kept)} of {len(wanted)} matched passages still on the page{parts}"
 
 

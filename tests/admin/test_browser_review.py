@@ -4,7 +4,7 @@ re-check itself), reviewing 50 matches by keyboard (key presses counted), bulk r
 the layout at 420 px, styled error pages, notices, and the reviewer's own browser during a login spray.
 
 One Chromium per module (a fresh context per test); screenshots go to tests/_artifacts/. With
-ZHDEDUP_UPDATE_DOCS=1 the 420 px / desktop detail shots also replace docs/admin-screenshot.png.
+ZHDEDUP_UPDATE_DOCS=1 the demo's re-checked match also replaces docs/admin-screenshot.png.
 """
 from __future__ import annotations
 
@@ -120,6 +120,8 @@ def test_after_the_demo_nothing_claims_a_change_no_check_saw(live_url, page, sto
     assert page.locator("#live-unchanged").count() == 1, page.locator("#evidence-facts").inner_text()
     assert "when checked" in page.locator("#live-state").inner_text()
     shot(page, "demo-03-rechecked", full=False)
+    if os.environ.get("ZHDEDUP_UPDATE_DOCS") == "1":   # the README's picture: the demo's pirate chapter
+        page.screenshot(path=str(ROOT / "docs" / "admin-screenshot.png"), full_page=False)
     page.goto(live_url + "/matches/")
     with page.expect_download() as dl:
         page.click("#export-csv")
@@ -136,6 +138,9 @@ def test_after_the_demo_nothing_claims_a_change_no_check_saw(live_url, page, sto
     page.click("#filters button[type=submit]")
     page.wait_for_load_state()
     assert page.locator("#total").inner_text() == "0" and page.locator("input.tick").count() == 0
+    port = demo_crawled.base("d").rsplit(":", 1)[1]
+    page.goto(f"{live_url}/matches/?site={port}")                      # the site by a part of its host
+    assert page.locator("#total").inner_text() == str(len(matches))
     assert page.goto(live_url + "/duplicates/?page=²").status == 400
     assert page.goto(live_url + "/matches/?page=①").status == 400
     page.goto(live_url + "/matches/")
@@ -263,8 +268,6 @@ def test_labels_never_break_mid_word_and_420px_is_readable(live_url, chromium, s
                 assert overflow <= width + 1, (width, path, overflow, page.evaluate(WIDE))
             page.goto(live_url + f"/matches/{sample['match_id']}")
             shot(page, f"layout-detail-{width}", full=width == 420)
-            if os.environ.get("ZHDEDUP_UPDATE_DOCS") == "1" and width == 1280:
-                page.screenshot(path=str(ROOT / "docs" / "admin-screenshot.png"), full_page=False)
             sus, src = page.locator("#suspect-text").bounding_box(), page.locator("#source-text").bounding_box()
             if width == 420:
                 assert sus["width"] >= width * 0.8 and sus["y"] > src["y"]   # one column, not two squeezed ones
