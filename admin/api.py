@@ -47,8 +47,10 @@ def _json_error(exc: HTTPException) -> Any:
 @bp.route("/matches")
 def matches() -> Any:
     """{items: [...], next: cursor|null}; same filters as the list page."""
+    from admin.matches import exact_site
+
     try:
-        mq = parse_match_query(request.args, current_app.config["PER_PAGE"])
+        mq = exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
     except BadFilter as exc:
         return jsonify(error=str(exc)), 400
     docs, nxt = get_store().find_matches(mq, LIST_FIELDS)

@@ -96,9 +96,31 @@ def _safe_get(fn: Any, key: Any) -> dict | None:
 def _list_query() -> Any:
     """The list's filters carried by a detail page or a form (a bad one is a 400 naming it)."""
     try:
-        return parse_match_query(request.args, current_app.config["PER_PAGE"])
+        return exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
     except BadFilter as exc:
         abort(400, description=str(exc))
+
+
+def exact_site(mq: Any) -> Any:
+    """A whole host typed in the site box is looked up by the site index, not by a substring scan."""
+    if mq.site_like and get_store().site_exists(mq.site_like):
+        mq.site, mq.site_like = mq.site_like, ""
+    return mq
+
+
+COUNT_WAIT_SECONDS = 0.3
+
+
+def total_of(mq: Any) -> int | None:
+    """How many matches pass the filters: counted in the background and kept COUNT_CACHE_SECONDS
+    (30 s), so a big collection never holds the page up; None while the first count still runs."""
+    from admin.dashboard import admin_cache
+
+    store, cfg = get_store(), current_app.config
+    key = "count:" + json.dumps(sorted((k, v) for k, v in mq.args.items() if k != "sort"), ensure_ascii=False)
+    counted = MatchQuery(**{**mq.__dict__, "after": None})
+    return admin_cache().get(key, cfg.get("COUNT_CACHE_SECONDS", 30), lambda: store.count_matches(counted),
+                        wait=cfg.get("COUNT_WAIT_SECONDS", COUNT_WAIT_SECONDS))
 
 
 @bp.route("/")
@@ -107,13 +129,13 @@ def index() -> Any:
     store = get_store()
     sources = store.list_sources()
     try:
-        mq = parse_match_query(request.args, current_app.config["PER_PAGE"])
+        mq = exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
     except BadFilter as exc:
         return render_template("matches/list.html", error=str(exc), matches=[], next_cursor=None, total=None,
                                mq=None, args=request.args, statuses=STATUSES, sorts=SORTS, sources=sources), 400
     docs, nxt = store.find_matches(mq, LIST_FIELDS)
     return render_template("matches/list.html", matches=docs, next_cursor=nxt, mq=mq, error=None,
-                           total=store.count_matches(mq), args=request.args, statuses=STATUSES, sorts=SORTS,
+                           total=total_of(mq), args=request.args, statuses=STATUSES, sorts=SORTS,
                            sources=sources, next_page=_next_page(mq, nxt), actions=ACTIONS)
 
 
@@ -298,7 +320,7 @@ def export(fmt: str) -> Any:
     if fmt not in ("csv", "json"):
         abort(404)
     try:
-        mq = parse_match_query(request.args, 500)
+        mq = exact_site(parse_match_query(request.args, 500))
     except BadFilter as exc:
         abort(400, description=str(exc))
     stamp = datetime.utcnow().strftime("%Y%m%d-%H%M%S")

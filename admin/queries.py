@@ -171,6 +171,12 @@ class TTLCache:
             if hit is not None:
                 change(hit[1])
 
+    def forget(self, prefix: str) -> None:
+        """Drop the values whose key starts with prefix (list totals after a review)."""
+        with self._lock:
+            for key in [k for k in self._data if k.startswith(prefix)]:
+                del self._data[key]
+
     def clear(self) -> None:
         """Forget every value (tests, after imports)."""
         with self._lock:

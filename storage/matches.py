@@ -68,6 +68,10 @@ class MatchStore(Connection):
             return int(self._retry("mongo", self.matches.estimated_document_count))
         return int(self._retry("mongo", self.matches.count_documents, cond))
 
+    def site_exists(self, site: str) -> bool:
+        """Whether some match is on exactly this site (one index lookup)."""
+        return self._retry("mongo", self.matches.find_one, {"site": site}, {"_id": 1}) is not None
+
     def match_ids_for_urls(self, urls: list[str]) -> dict[str, str]:
         """{suspect URL: id of a match on it} for the URLs that have one (the duplicates view links them)."""
         if not urls:

@@ -105,7 +105,8 @@ def _substring(text: str) -> dict[str, Any]:
 
 
 def text_filter(mq: MatchQuery) -> dict[str, Any]:
-    """The substring conditions of a request (site_like, q) as a MongoDB filter ({} without them)."""
+    """The substring conditions of a request (site_like, q) as a MongoDB filter ({} without them), for
+    counting; the list itself matches them in Python (accepts)."""
     cond: dict[str, Any] = {}
     if mq.site_like:
         cond["site"] = _substring(mq.site_like)
@@ -131,12 +132,20 @@ def count_filter(mq: MatchQuery) -> dict[str, Any]:
     return cond
 
 
+def _has(doc: dict, field: str, text: str) -> bool:
+    return text.casefold() in str(doc.get(field) or "").casefold()
+
+
 def accepts(mq: MatchQuery, doc: dict) -> bool:
     """Whether a fetched document passes every filter of the request (residual filtering)."""
     for arg, fld in EQ_FIELDS:
         want = getattr(mq, arg)
         if want and doc.get(fld) != want:
             return False
+    if mq.site_like and not _has(doc, "site", mq.site_like):
+        return False
+    if mq.q and not any(_has(doc, f, mq.q) for f in Q_FIELDS):
+        return False
     score = doc.get("score")
     if mq.score_min is not None or mq.score_max is not None:
         if not isinstance(score, (int, float)) or isinstance(score, bool):
@@ -164,9 +173,11 @@ class _Scan:
         self.coll, self.mq = coll, mq
         self.sort_field, self.direction = SORTS[mq.sort]
         self.eq = next(((fld, getattr(mq, arg)) for arg, fld in EQ_FIELDS if getattr(mq, arg)), None)
+        # substrings (q, site_like) are matched here, in Python: the window queries stay {one equality
+        # field, a range on the sort field}, which the index serves; a regex would scan the collection
         self.residual = sum(bool(getattr(mq, a)) for a, _ in EQ_FIELDS) > 1 or bool(
-            self._other_ranges())
-        self.projection = None if projection is None else {**projection, **{f: 1 for f in PROJECTED}}
+            self._other_ranges()) or bool(mq.q or mq.site_like)
+        self.projection = None if projection is None else {**projection, **{f: 1 for f in PROJECTED + Q_FIELDS}}
         self.order = [(self.sort_field, self.direction), ("_id", self.direction)]
 
     def _other_ranges(self) -> bool:
@@ -175,10 +186,6 @@ class _Scan:
 
     def _query(self, cond: dict[str, Any]) -> dict[str, Any]:
         q: dict[str, Any] = {self.eq[0]: self.eq[1]} if self.eq else {}
-        extra = text_filter(self.mq)
-        if "site" in extra and "site" in q:
-            q = {"$and": [q, {"site": extra.pop("site")}]}
-        q.update(extra)
         if cond:
             q[self.sort_field] = cond
         return q

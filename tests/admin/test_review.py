@@ -267,3 +267,21 @@ def test_sources_add_checks_the_whole_file_first_and_names_what_it_added(cli_env
     assert main(["sources", "add", str(good)]) == 0
     out = capsys.readouterr().out
     assert "added\tw-1\t第一章" in out and "added\tw-2\t第二章" in out and "2 added, 0 already registered" in out
+
+
+@pytest.mark.parametrize("sort", ["newest", "score", "coverage_asc"])
+def test_search_pages_by_cursor_find_every_match_once(client, store, sort):
+    insert_matches(store, 230)
+    for d in store.matches.find({}, {"score": 1}):
+        store.matches.update_one({"_id": d["_id"]}, {"$set": {"source_coverage": d["score"]}})
+    want = {str(d["_id"]) for d in store.matches.find({}) if "页面 1" in d["title"] and "SITE3" in d["site"].upper()}
+    seen, after = [], None
+    while True:
+        body = client.get(f"/api/matches?q=页面 1&site=Site3&per_page=7&sort={sort}"
+                          + (f"&after={after}" if after else "")).get_json()
+        seen += [m["id"] for m in body["items"]]
+        after = body["next"]
+        if not after:
+            break
+    assert len(seen) == len(set(seen)) and set(seen) == want and want
+    assert total_of(client.get("/matches/?q=页面 1&site=Site3").get_data(as_text=True)) == len(want)
