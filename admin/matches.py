@@ -12,10 +12,10 @@ from flask import (Blueprint, Response, abort, current_app, flash, g, redirect, 
                    request, stream_with_context, url_for)
 
 from admin import get_store
-from admin.dashboard import note_review
+from admin.dashboard import admin_cache, note_review
 from admin.queries import ACTIONS, MAX_OFFSET, SORTS, STATUSES, BadFilter, MatchQuery, parse_match_query
-from storage.schema import REVIEW_ACTIONS
 from admin.render import highlight_parts, passages, safe_href
+from storage.schema import REVIEW_ACTIONS, to_oid
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")
 
@@ -93,7 +93,7 @@ def _safe_get(fn: Any, key: Any) -> dict | None:
         return None
 
 
-def _list_query() -> Any:
+def _list_query() -> MatchQuery:
     """The list's filters carried by a detail page or a form (a bad one is a 400 naming it)."""
     try:
         return exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
@@ -101,7 +101,7 @@ def _list_query() -> Any:
         abort(400, description=str(exc))
 
 
-def exact_site(mq: Any) -> Any:
+def exact_site(mq: MatchQuery) -> MatchQuery:
     """A whole host typed in the site box is looked up by the site index, not by a substring scan."""
     if mq.site_like and get_store().site_exists(mq.site_like):
         mq.site, mq.site_like = mq.site_like, ""
@@ -111,16 +111,14 @@ def exact_site(mq: Any) -> Any:
 COUNT_WAIT_SECONDS = 0.3
 
 
-def total_of(mq: Any) -> int | None:
+def total_of(mq: MatchQuery) -> int | None:
     """How many matches pass the filters: counted in the background and kept COUNT_CACHE_SECONDS
     (30 s), so a big collection never holds the page up; None while the first count still runs."""
-    from admin.dashboard import admin_cache
-
     store, cfg = get_store(), current_app.config
     key = "count:" + json.dumps(sorted((k, v) for k, v in mq.args.items() if k != "sort"), ensure_ascii=False)
     counted = MatchQuery(**{**mq.__dict__, "after": None})
     return admin_cache().get(key, cfg.get("COUNT_CACHE_SECONDS", 30), lambda: store.count_matches(counted),
-                        wait=cfg.get("COUNT_WAIT_SECONDS", COUNT_WAIT_SECONDS))
+                             wait=cfg.get("COUNT_WAIT_SECONDS", COUNT_WAIT_SECONDS))
 
 
 @bp.route("/")
@@ -139,7 +137,7 @@ def index() -> Any:
                            sources=sources, next_page=_next_page(mq, nxt), actions=ACTIONS)
 
 
-def _next_page(mq: Any, nxt: str | None) -> dict[str, Any] | None:
+def _next_page(mq: MatchQuery, nxt: str | None) -> dict[str, Any] | None:
     """The next page's arguments: a page number while offsets are cheap, the cursor beyond."""
     if not nxt:
         return None
@@ -161,15 +159,21 @@ def detail(match_id: str) -> Any:
         src_parts=highlight_parts(src_text, m.get("source_spans")),
         sus_parts=highlight_parts(sus_text, m.get("suspect_spans")),
         passages=passages(m, src_text, sus_text, 300), href=safe_href(m.get("suspect_url")),
-        source_href=safe_href((source or {}).get("url")), next_id=next_unreviewed(mq, match_id),
+        source_href=safe_href((source or {}).get("url")), next_id=next_unreviewed(mq, m),
         history=list(reversed(m.get("history") or [])))
 
 
-def next_unreviewed(mq: Any, after_id: str) -> str | None:
-    """The first match still "new" in the list's order, other than after_id ("confirm and next")."""
-    q = MatchQuery(**{**mq.__dict__, "status": "new", "page": 1, "per_page": 2, "after": None})
-    docs, _ = get_store().find_matches(q, {"_id": 1})
-    return next((str(d["_id"]) for d in docs if str(d["_id"]) != after_id), None)
+def next_unreviewed(mq: MatchQuery, match: dict) -> str | None:
+    """The next match still "new" after this one in the list's order, else the first from the top
+    ("confirm and next", and "j" to skip one)."""
+    store, field = get_store(), SORTS[mq.sort][0]
+    base = {**mq.__dict__, "status": "new", "page": 1, "per_page": 2, "after": None}
+    if match.get(field) is not None:
+        docs, _ = store.find_matches(MatchQuery(**{**base, "after": (match[field], to_oid(match["_id"]))}), {"_id": 1})
+        if docs:
+            return str(docs[0]["_id"])
+    docs, _ = store.find_matches(MatchQuery(**base), {"_id": 1})
+    return next((str(d["_id"]) for d in docs if str(d["_id"]) != str(match["_id"])), None)
 
 
 @bp.route("/<match_id>/evidence.zip")
@@ -220,7 +224,7 @@ def review(match_id: str) -> Any:
     flash(msg, "ok")
     if request.args.get("go") != "next":
         return redirect(url_for("matches.detail", match_id=match_id, **mq.args))
-    nxt = next_unreviewed(mq, match_id)
+    nxt = next_unreviewed(mq, store.get_match(match_id) or m)
     if nxt is None:
         flash("No unreviewed match left in this list.", "ok")
         return redirect(url_for("matches.index", **mq.args))
@@ -242,12 +246,10 @@ def bulk() -> Any:
     if len(ids) > MAX_BULK:
         abort(400, description=f"at most {MAX_BULK} matches at once")
     note = request.form.get("note", "").strip()[:2000]
-    done = 0
-    for mid in dict.fromkeys(ids):
-        m = load_match(mid)
+    matches = [load_match(mid) for mid in dict.fromkeys(ids)]  # an unknown id is a 404 before any change
+    for m in matches:
         record_review(m, action, note)
-        done += 1
-    flash(f"{done} match(es) marked {ACTIONS[action]}.", "ok")
+    flash(f"{len(matches)} match(es) marked {ACTIONS[action]}.", "ok")
     return redirect(url_for("matches.index", **mq.args)), 303
 
 

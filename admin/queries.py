@@ -149,17 +149,20 @@ class TTLCache:
         return th
 
     def get(self, key: str, ttl: float, compute: Callable[[], Any], wait: float = 3.0) -> Any:
-        """The cached value (None if the first computation is still running after `wait` s)."""
+        """The cached value (None if the first computation is still running after `wait` s; a request
+        that finds it already running does not wait again)."""
         if ttl <= 0:
             return compute()
         with self._lock:
             hit = self._data.get(key)
         if hit and time.monotonic() - hit[0] < ttl:
             return hit[1]
+        with self._lock:
+            waited = key in self._running   # an earlier request already waited for this computation
         th = self._refresh(key, compute)
         if hit:
             return hit[1]
-        th.join(wait)
+        th.join(0 if waited else wait)
         with self._lock:
             hit = self._data.get(key)
         return hit[1] if hit else None

@@ -285,3 +285,13 @@ def test_search_pages_by_cursor_find_every_match_once(client, store, sort):
             break
     assert len(seen) == len(set(seen)) and set(seen) == want and want
     assert total_of(client.get("/matches/?q=页面 1&site=Site3").get_data(as_text=True)) == len(want)
+
+
+def test_skipping_walks_forward_through_the_list(client, store, sample):
+    order = [m["id"] for m in client.get("/api/matches?status=new").get_json()["items"]]
+    assert len(order) == 3
+    for here, there in zip(order, order[1:]):
+        page = client.get(f"/matches/{here}?status=new").get_data(as_text=True)
+        assert re.search(r'id="next-match" href="/matches/' + there, page), (here, there)
+    last = client.get(f"/matches/{order[-1]}?status=new").get_data(as_text=True)
+    assert re.search(r'id="next-match" href="/matches/' + order[0], last)   # from the top again
