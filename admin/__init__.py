@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from flask import Flask, Response, current_app, g, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.exceptions import HTTPException
 
 from admin.settings import load_secret_key
 from storage.connection import SERVER_ERRORS, server_of
@@ -84,6 +85,28 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     for error in SERVER_ERRORS:   # a call outside the store's retry
         app.register_error_handler(error, _unavailable)
     return app
+
+
+ERROR_HINTS = {
+    400: "The address or the form held something the admin cannot use; the message says what.",
+    401: "Log in first.",
+    403: "This action is not allowed.",
+    404: "Nothing is stored under this address (a removed match or work, or a mistyped link).",
+    405: "This address does not take that kind of request (a form sent to a page, or a link to an action).",
+    429: "Too many requests; wait a moment.",
+    500: "Something failed on the server; the server log has the details. Nothing was changed by this page.",
+}
+
+
+def error_page(exc: HTTPException) -> tuple[Any, int]:
+    """A styled error page with the navigation (never Werkzeug's bare one), the HTTP code kept."""
+    code = exc.code or 500
+    message = exc.description if code < 500 else "internal error"
+    resp = render_template("errors/http.html", code=code, name=exc.name, message=message,
+                           hint=ERROR_HINTS.get(code, "")), code
+    if code == 405 and hasattr(exc, "valid_methods") and exc.valid_methods:
+        return resp[0], code, {"Allow": ", ".join(exc.valid_methods)}
+    return resp
 
 
 def _unavailable(exc: Exception) -> tuple[Any, int]:

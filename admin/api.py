@@ -34,9 +34,11 @@ def jsonable(v: Any) -> Any:
 
 @bp.app_errorhandler(HTTPException)
 def _json_error(exc: HTTPException) -> Any:
-    """Under /api every error (404 of an unknown path, 405, 400, a 500) answers JSON; elsewhere the usual page."""
+    """Under /api every error (404 of an unknown path, 405, 400, a 500) answers JSON; elsewhere a styled page."""
     if not request.path.startswith("/api/"):
-        return exc
+        from admin import error_page
+
+        return error_page(exc)
     code = exc.code or 500
     message = exc.description if code < 500 else "internal error; see the server log"
     return jsonify(error=message), code
@@ -45,8 +47,10 @@ def _json_error(exc: HTTPException) -> Any:
 @bp.route("/matches")
 def matches() -> Any:
     """{items: [...], next: cursor|null}; same filters as the list page."""
+    from admin.matches import exact_site
+
     try:
-        mq = parse_match_query(request.args, current_app.config["PER_PAGE"])
+        mq = exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
     except BadFilter as exc:
         return jsonify(error=str(exc)), 400
     docs, nxt = get_store().find_matches(mq, LIST_FIELDS)

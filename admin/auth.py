@@ -9,7 +9,14 @@ inside a sliding window of LOGIN_WINDOW_SECONDS (default 900 s). The first LOGIN
 4 s, ... up to the window). A name has four times that many free failures over all addresses, then
 waits that double up to one minute, so a spray from many IPs is slowed without ever locking the
 account. Nothing is counted per IP alone: made-up names from one address never lock anyone else
-out. Unknown names cost the same password-hash work as known ones (no timing oracle). The counter
+out.
+
+Device cookies (OWASP's "Slow Down Online Guessing Attacks with Device Cookies"): a successful login
+leaves a signed cookie naming the user and a random nonce in that browser (a year, HttpOnly). A login
+try that brings a valid device cookie for the name it tries is counted and limited on that device
+alone, never on the name's or the address's counters: a spray against a reviewer from other addresses
+slows the strangers, while the reviewer's own browser keeps its own allowance (LOGIN_MAX_FAILURES
+free, then doubling waits). Every successful login replaces the device cookie with a fresh one. Unknown names cost the same password-hash work as known ones (no timing oracle). The counter
 lives in the process (one admin process is the supported deployment); a restart forgets it.
 
 The login form's CSRF token is bound to the session cookie it came with, so only page navigations
@@ -31,6 +38,7 @@ from urllib.parse import urlsplit
 from flask import (Blueprint, Flask, current_app, flash, g, jsonify, redirect, render_template,
                    request, session, url_for)
 from flask_wtf.csrf import CSRFError
+from itsdangerous import BadData, URLSafeTimedSerializer
 from werkzeug.security import check_password_hash, generate_password_hash
 
 bp = Blueprint("auth", __name__)
@@ -64,24 +72,61 @@ class LoginLimiter:
         delay = min(2.0 ** (over + 1), cap)
         return max(0.0, q[-1] + delay - now)
 
-    def locked_for(self, ip: str, user: str, now: float | None = None) -> float:
-        """Seconds until this IP+user may try again (0 when it may try now)."""
+    def locked_for(self, ip: str, user: str, now: float | None = None, device: str | None = None) -> float:
+        """Seconds until this IP+user (or this trusted device of the user) may try again (0: now)."""
         now = time.monotonic() if now is None else now
         with self._lock:
+            if device:
+                return self._wait(f"device|{device}", self.max_failures, self.window, now)
             return max(self._wait(f"{ip}|{user}", self.max_failures, self.window, now),
                        self._wait(f"user|{user}", self.max_failures * 4, USER_CAP_SECONDS, now))
 
-    def failed(self, ip: str, user: str, now: float | None = None) -> None:
-        """Count one failed attempt for the pair and for the user name."""
+    def failed(self, ip: str, user: str, now: float | None = None, device: str | None = None) -> None:
+        """Count one failed attempt for the trusted device, else for the pair and for the user name."""
         now = time.monotonic() if now is None else now
         with self._lock:
+            if device:
+                self._fails[f"device|{device}"].append(now)
+                return
             self._fails[f"{ip}|{user}"].append(now)
             self._fails[f"user|{user}"].append(now)
 
-    def succeeded(self, ip: str, user: str) -> None:
-        """A right password clears that pair's failures."""
+    def succeeded(self, ip: str, user: str, device: str | None = None) -> None:
+        """A right password clears that pair's (and that device's) failures."""
         with self._lock:
             self._fails.pop(f"{ip}|{user}", None)
+            if device:
+                self._fails.pop(f"device|{device}", None)
+
+
+DEVICE_COOKIE = "zhdedup_device"
+DEVICE_MAX_AGE = 365 * 24 * 3600
+
+
+def _device_signer() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.secret_key, salt="zhdedup-device-cookie")
+
+
+def device_of(name: str) -> str | None:
+    """The nonce of this browser's device cookie when it is valid and was issued to `name`, else None."""
+    raw = request.cookies.get(DEVICE_COOKIE)
+    if not raw or len(raw) > 500:
+        return None
+    try:
+        data = _device_signer().loads(raw, max_age=DEVICE_MAX_AGE)
+    except BadData:
+        return None
+    if not isinstance(data, dict) or data.get("u") != name or not isinstance(data.get("n"), str):
+        return None
+    return data["n"]
+
+
+def set_device_cookie(resp: Any, name: str) -> Any:
+    """Leave a fresh device cookie for `name` in the browser that just logged in."""
+    token = _device_signer().dumps({"u": name, "n": secrets.token_urlsafe(18)})
+    resp.set_cookie(DEVICE_COOKIE, token, max_age=DEVICE_MAX_AGE, httponly=True, samesite="Lax",
+                    secure=current_app.config.get("SESSION_COOKIE_SECURE", False), path="/")
+    return resp
 
 
 @lru_cache(maxsize=1)
@@ -130,9 +175,11 @@ def init_app(app: Flask) -> None:
 
 def _csrf_failed(exc: CSRFError) -> Any:
     """A login form whose token no longer fits the cookie: show the form again (with a token that fits
-    now) and say why; nothing was checked or counted. Every other form keeps Flask-WTF's bare 400."""
+    now) and say why; nothing was checked or counted. Every other form gets the styled 400 page."""
     if request.endpoint != "auth.login":
-        return exc
+        from admin import error_page
+
+        return error_page(exc)
     flash("The login form had expired (a new session was started, e.g. in another tab); please log in again.",
           "error")
     return render_template("auth/login.html", next=safe_next(request.values.get("next"))), 400
@@ -176,16 +223,17 @@ def login() -> Any:
         password = request.form.get("password", "")
         ip = request.remote_addr or "?"
         limiter: LoginLimiter = current_app.extensions["login_limiter"]
-        wait = limiter.locked_for(ip, name)
+        device = device_of(name)
+        wait = limiter.locked_for(ip, name, device=device)
         if wait > 0:
             flash(f"Too many failed logins; try again in {int(wait) + 1} seconds.", "error")
             return render_template("auth/login.html", next=nxt), 429
         if check_user(get_store(), name, password):
-            limiter.succeeded(ip, name)
+            limiter.succeeded(ip, name, device)
             session.clear()
             session["sid"] = get_store().create_session(name)
-            return redirect(nxt or url_for("dashboard.index"))
-        limiter.failed(ip, name)
+            return set_device_cookie(redirect(nxt or url_for("dashboard.index")), name)
+        limiter.failed(ip, name, device=device)
         flash("Wrong user name or password.", "error")
         return render_template("auth/login.html", next=nxt), 401
     return render_template("auth/login.html", next=nxt)

@@ -82,17 +82,18 @@ def _read_password(name: str, from_stdin: bool) -> str | None:
 
 
 def _sources(args: argparse.Namespace) -> int:
-    from admin.sources_cli import SourceError, load_paths, register_source
+    from admin.sources_cli import SourceError, load_paths, register_works
 
     store = open_default_store()
     if args.sources_cmd == "add":
         try:
-            works = load_paths(args.paths)
-            results = [register_source(store, **w) for w in works]
+            results = register_works(store, load_paths(args.paths))
         except SourceError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: nothing added: {exc}", file=sys.stderr)
             return 2
-        added = sum(1 for _, new in results if new)
+        for sid, title, new in results:
+            print(f"{'added' if new else 'already registered'}\t{sid}\t{title}")
+        added = sum(1 for _, _, new in results if new)
         print(f"{added} added, {len(results) - added} already registered")
         return 0
     if args.sources_cmd == "remove":

@@ -12,8 +12,10 @@ from flask import (Blueprint, Response, abort, current_app, flash, g, redirect, 
                    request, stream_with_context, url_for)
 
 from admin import get_store
-from admin.queries import ACTIONS, SORTS, STATUSES, BadFilter, parse_match_query
+from admin.dashboard import admin_cache, note_review
+from admin.queries import ACTIONS, MAX_OFFSET, SORTS, STATUSES, BadFilter, MatchQuery, parse_match_query
 from admin.render import highlight_parts, passages, safe_href
+from storage.schema import REVIEW_ACTIONS, to_oid
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")
 
@@ -51,20 +53,35 @@ def matched_page(match: dict) -> dict | None:
 
 def suspect_view(match: dict) -> dict[str, Any]:
     """The suspect text to show and export: the evidence snapshot taken at match time when there is one,
-    else the stored page (if it is still the matched URL), else the text kept in the match."""
+    else the stored page (if it is still the matched URL), else the text kept in the match; and what is
+    known of the live page (live_state), which is only ever what a fetch saw."""
     store = get_store()
     evidence = _safe_get(store.evidence_for, match) if match.get("evidence_seq") is not None else None
     page = matched_page(match)
+    live = live_state(match, evidence, page)
     if evidence is not None:
-        live = str((page or {}).get("text") or "")
-        changed = page is None or hashlib.sha256(live.encode("utf-8")).hexdigest() != evidence.get("text_sha256")
         return {"text": str(evidence.get("text") or ""), "origin": "evidence", "evidence": evidence,
-                "page": page, "live_changed": changed}
+                "page": page, **live}
     if page is not None:
-        return {"text": str(page.get("text") or ""), "origin": "page", "evidence": None, "page": page,
-                "live_changed": False}
+        return {"text": str(page.get("text") or ""), "origin": "page", "evidence": None, "page": page, **live}
     return {"text": str(match.get("suspect_text") or ""), "origin": "match", "evidence": None, "page": None,
-            "live_changed": False}  # dropped duplicates: their text is kept in the match
+            **live}  # dropped duplicates: their text is kept in the match
+
+
+def live_state(match: dict, evidence: dict | None, page: dict | None) -> dict[str, Any]:
+    """{live_state, live_at, live_reason, live_changed}: the latest re-check of the page, or a later crawl
+    that stored a different text; "not rechecked" (live_changed None) when nothing fetched it since."""
+    check = match.get("live_check") or {}
+    if check.get("state"):
+        state = check["state"]
+        return {"live_state": state, "live_at": check.get("at"), "live_reason": check.get("reason"),
+                "live_changed": None if state == "unreachable" else state != "unchanged"}
+    if evidence is not None and page is not None:
+        live = hashlib.sha256(str(page.get("text") or "").encode("utf-8")).hexdigest()
+        if live != evidence.get("text_sha256"):
+            return {"live_state": "changed", "live_at": page.get("fetched"), "live_changed": True,
+                    "live_reason": "a later crawl stored a different text for this URL"}
+    return {"live_state": None, "live_at": None, "live_reason": None, "live_changed": None}
 
 
 def _safe_get(fn: Any, key: Any) -> dict | None:
@@ -76,32 +93,87 @@ def _safe_get(fn: Any, key: Any) -> dict | None:
         return None
 
 
+def _list_query() -> MatchQuery:
+    """The list's filters carried by a detail page or a form (a bad one is a 400 naming it)."""
+    try:
+        return exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
+    except BadFilter as exc:
+        abort(400, description=str(exc))
+
+
+def exact_site(mq: MatchQuery) -> MatchQuery:
+    """A whole host typed in the site box is looked up by the site index, not by a substring scan."""
+    if mq.site_like and get_store().site_exists(mq.site_like):
+        mq.site, mq.site_like = mq.site_like, ""
+    return mq
+
+
+COUNT_WAIT_SECONDS = 0.3
+
+
+def total_of(mq: MatchQuery) -> int | None:
+    """How many matches pass the filters: counted in the background and kept COUNT_CACHE_SECONDS
+    (30 s), so a big collection never holds the page up; None while the first count still runs."""
+    store, cfg = get_store(), current_app.config
+    key = "count:" + json.dumps(sorted((k, v) for k, v in mq.args.items() if k != "sort"), ensure_ascii=False)
+    counted = MatchQuery(**{**mq.__dict__, "after": None})
+    return admin_cache().get(key, cfg.get("COUNT_CACHE_SECONDS", 30), lambda: store.count_matches(counted),
+                             wait=cfg.get("COUNT_WAIT_SECONDS", COUNT_WAIT_SECONDS))
+
+
 @bp.route("/")
 def index() -> Any:
-    """The filtered, sorted, cursor-paged list."""
+    """The filtered, sorted, paged list with its total, one checkbox per match and the bulk form."""
+    store = get_store()
+    sources = store.list_sources()
     try:
-        mq = parse_match_query(request.args, current_app.config["PER_PAGE"])
+        mq = exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
     except BadFilter as exc:
-        return render_template("matches/list.html", error=str(exc), matches=[], next_cursor=None,
-                               mq=None, args=request.args, statuses=STATUSES, sorts=SORTS), 400
-    docs, nxt = get_store().find_matches(mq, LIST_FIELDS)
+        return render_template("matches/list.html", error=str(exc), matches=[], next_cursor=None, total=None,
+                               mq=None, args=request.args, statuses=STATUSES, sorts=SORTS, sources=sources), 400
+    docs, nxt = store.find_matches(mq, LIST_FIELDS)
     return render_template("matches/list.html", matches=docs, next_cursor=nxt, mq=mq, error=None,
-                           args=request.args, statuses=STATUSES, sorts=SORTS, safe_href=safe_href)
+                           total=total_of(mq), args=request.args, statuses=STATUSES, sorts=SORTS,
+                           sources=sources, next_page=_next_page(mq, nxt), actions=ACTIONS)
+
+
+def _next_page(mq: MatchQuery, nxt: str | None) -> dict[str, Any] | None:
+    """The next page's arguments: a page number while offsets are cheap, the cursor beyond."""
+    if not nxt:
+        return None
+    if not mq.after and mq.page * mq.per_page < MAX_OFFSET:
+        return {**mq.args, "page": mq.page + 1}
+    return {**mq.args, "after": nxt}
 
 
 @bp.route("/<match_id>")
 def detail(match_id: str) -> Any:
     """Source and suspect side by side with the matched passages marked and linked."""
     m = load_match(match_id)
+    mq = _list_query()
     src_text, _, source, _ = texts_for(m)
     view = suspect_view(m)
     sus_text, page = view["text"], view["page"]
     return render_template(
-        "matches/detail.html", m=m, match_id=match_id, source=source, page=page, view=view,
+        "matches/detail.html", m=m, match_id=match_id, source=source, page=page, view=view, list_args=mq.args,
         src_parts=highlight_parts(src_text, m.get("source_spans")),
         sus_parts=highlight_parts(sus_text, m.get("suspect_spans")),
         passages=passages(m, src_text, sus_text, 300), href=safe_href(m.get("suspect_url")),
+        source_href=safe_href((source or {}).get("url")), next_id=next_unreviewed(mq, m),
         history=list(reversed(m.get("history") or [])))
+
+
+def next_unreviewed(mq: MatchQuery, match: dict) -> str | None:
+    """The next match still "new" after this one in the list's order, else the first from the top
+    ("confirm and next", and "j" to skip one)."""
+    store, field = get_store(), SORTS[mq.sort][0]
+    base = {**mq.__dict__, "status": "new", "page": 1, "per_page": 2, "after": None}
+    if match.get(field) is not None:
+        docs, _ = store.find_matches(MatchQuery(**{**base, "after": (match[field], to_oid(match["_id"]))}), {"_id": 1})
+        if docs:
+            return str(docs[0]["_id"])
+    docs, _ = store.find_matches(MatchQuery(**base), {"_id": 1})
+    return next((str(d["_id"]) for d in docs if str(d["_id"]) != str(match["_id"])), None)
 
 
 @bp.route("/<match_id>/evidence.zip")
@@ -119,25 +191,86 @@ def evidence_pack(match_id: str) -> Any:
     return resp
 
 
-@bp.route("/<match_id>/review", methods=["POST"])
-def review(match_id: str) -> Any:
-    """Record confirm / dismiss / license with a note, by the logged-in reviewer."""
-    m = load_match(match_id)
+def _action() -> str:
     action = request.form.get("action", "")
     if action not in ACTIONS:
         abort(400, description=f"action must be one of {', '.join(ACTIONS)}")
+    return action
+
+
+def record_review(match: dict, action: str, note: str) -> None:
+    """One review decision in the match's history, and the dashboard's counts moved with it at once."""
+    get_store().review_match(str(match["_id"]), action, g.user, note)
+    note_review(match.get("status"), REVIEW_ACTIONS[action])
+
+
+@bp.route("/<match_id>/review", methods=["POST"])
+def review(match_id: str) -> Any:
+    """Record confirm / dismiss / license with a note; ?go=next continues with the next unreviewed match."""
+    m = load_match(match_id)
+    mq = _list_query()
+    action = _action()
     note = request.form.get("note", "").strip()[:2000]
     store = get_store()
-    store.review_match(match_id, action, g.user, note)
+    record_review(m, action, note)
     msg = f"Match marked {ACTIONS[action]}."
     if action == "license" and request.form.get("whole_site") and m.get("site") and m.get("source_id"):
         store.record_site_licence(m["site"], m["source_id"], g.user, note)
         others = [i for i in store.open_matches_of_site(m["site"], m["source_id"]) if i != match_id]
         for other in others:
-            store.review_match(other, "license", g.user, note or f"site licensed with match {match_id}")
+            record_review(store.get_match(other) or {"_id": other}, "license",
+                          note or f"site licensed with match {match_id}")
         msg += f" Site {m['site']} licensed for this source; {len(others)} other matches updated."
     flash(msg, "ok")
-    return redirect(url_for("matches.detail", match_id=match_id))
+    if request.args.get("go") != "next":
+        return redirect(url_for("matches.detail", match_id=match_id, **mq.args))
+    nxt = next_unreviewed(mq, store.get_match(match_id) or m)
+    if nxt is None:
+        flash("No unreviewed match left in this list.", "ok")
+        return redirect(url_for("matches.index", **mq.args))
+    return redirect(url_for("matches.detail", match_id=nxt, **mq.args))
+
+
+MAX_BULK = 500
+
+
+@bp.route("/bulk", methods=["POST"])
+def bulk() -> Any:
+    """Confirm, dismiss or license every ticked match of the list at once (each in its own history)."""
+    mq = _list_query()
+    action = _action()
+    ids = [i for i in request.form.getlist("ids") if i][:MAX_BULK + 1]
+    if not ids:
+        flash("Tick at least one match first.", "error")
+        return redirect(url_for("matches.index", **mq.args)), 303
+    if len(ids) > MAX_BULK:
+        abort(400, description=f"at most {MAX_BULK} matches at once")
+    note = request.form.get("note", "").strip()[:2000]
+    matches = [load_match(mid) for mid in dict.fromkeys(ids)]  # an unknown id is a 404 before any change
+    for m in matches:
+        record_review(m, action, note)
+    flash(f"{len(matches)} match(es) marked {ACTIONS[action]}.", "ok")
+    return redirect(url_for("matches.index", **mq.args)), 303
+
+
+@bp.route("/<match_id>/recheck", methods=["POST"])
+def recheck(match_id: str) -> Any:
+    """Fetch the suspect page now (the crawler's politeness rules) and record unchanged / changed / gone."""
+    from admin.recheck import NotAllowed, recheck as fetch_and_compare, reference_of
+
+    m = load_match(match_id)
+    url = safe_href(m.get("suspect_url"))
+    if url is None:
+        abort(400, description="this match's URL is not an http(s) URL; it cannot be fetched")
+    view = suspect_view(m)
+    try:
+        check = fetch_and_compare(url, reference_of(m, view["evidence"]))
+    except NotAllowed as exc:
+        flash(f"Not re-checked: {exc}.", "error")
+    else:
+        get_store().record_live_check(match_id, check)
+        flash(f"Re-checked: {check['state']} ({check['reason']}).", "ok")
+    return redirect(url_for("matches.detail", match_id=match_id, **_list_query().args)), 303
 
 
 def _export_rows(mq: Any) -> Iterator[dict]:
@@ -161,7 +294,8 @@ def _export_rows(mq: Any) -> Iterator[dict]:
                 "passages": passages(m, sources[sid], view["text"]),
                 "evidence_seq": ev.get("_id"), "evidence_digest": ev.get("digest"),
                 "text_sha256": ev.get("text_sha256"), "raw_sha256": ev.get("raw_sha256"),
-                "live_page_changed": view["live_changed"] if ev else None,
+                "live_page_changed": view["live_changed"],
+                "live_check": view["live_state"] or "not re-checked", "live_checked_at": _iso(view["live_at"]),
             }
 
 
@@ -172,7 +306,7 @@ def _iso(v: Any) -> Any:
 CSV_COLUMNS = ["id", "status", "suspect_url", "site", "title", "fetched", "created", "updated",
                "source_id", "source_title", "score", "source_coverage", "suspect_coverage", "methods",
                "reviewer", "note", "passages", "evidence_seq", "evidence_digest", "text_sha256", "raw_sha256",
-               "live_page_changed"]
+               "live_page_changed", "live_check", "live_checked_at"]
 
 
 def _csv_cell(v: Any) -> Any:
@@ -188,7 +322,7 @@ def export(fmt: str) -> Any:
     if fmt not in ("csv", "json"):
         abort(404)
     try:
-        mq = parse_match_query(request.args, 500)
+        mq = exact_site(parse_match_query(request.args, 500))
     except BadFilter as exc:
         abort(400, description=str(exc))
     stamp = datetime.utcnow().strftime("%Y%m%d-%H%M%S")

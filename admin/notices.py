@@ -77,16 +77,15 @@ def notice_item(match: dict) -> dict:
             "passages": passages(match), "found": match.get("created")}
 
 
-def build_notice(store: Any, site: str, holder: str | None = None, contact: str | None = None) -> tuple[dict, bool]:
-    """The notice for a site's confirmed matches not noticed yet (stored), or the latest one when every
-    confirmed match is already covered: (notice, created now). NoticeError when there is nothing."""
+def draft_notice(store: Any, site: str, holder: str | None = None, contact: str | None = None,
+                 address: str | None = None) -> tuple[dict, list[dict]]:
+    """The notice a site's confirmed matches not noticed yet would make, not stored: (notice, matches).
+    NoticeError when there is none."""
     matches = store.unnoticed_confirmed_matches(site)
     if not matches:
-        latest = store.notices_of_site(site, limit=1)
-        if latest:
-            return latest[0], False
-        raise NoticeError(f"no confirmed match for site {site!r}: confirm matches in the admin first "
-                          f"(sites with confirmed matches: {', '.join(s['site'] for s in store.notice_sites()) or 'none'})")
+        raise NoticeError(f"no confirmed match for site {site!r} that a notice does not cover yet: confirm matches "
+                          f"in the admin first (sites with confirmed matches: "
+                          f"{', '.join(s['site'] for s in store.notice_sites()) or 'none'})")
     works: dict[str, dict] = {}
     for m in matches:
         src = store.get_source(m["source_id"]) or {}
@@ -95,9 +94,26 @@ def build_notice(store: Any, site: str, holder: str | None = None, contact: str 
                                           "holder": src.get("rights_holder") or src.get("author")})
     holders = sorted({w["holder"] for w in works.values() if w["holder"]})
     notice = {"site": site, "rights_holder": holder or "、".join(holders) or "（权利人）",
-              "contact": contact or "", "works": sorted(works.values(), key=lambda w: w["source_id"]), "items": [notice_item(m) for m in matches],
+              "contact": contact or "", "address": address or "",
+              "works": sorted(works.values(), key=lambda w: w["source_id"]), "items": [notice_item(m) for m in matches],
               "created": datetime.now(timezone.utc)}
+    return notice, matches
+
+
+def build_notice(store: Any, site: str, holder: str | None = None, contact: str | None = None,
+                 address: str | None = None) -> tuple[dict, bool]:
+    """The notice for a site's confirmed matches not noticed yet (stored), or the latest one when every
+    confirmed match is already covered: (notice, created now). NoticeError when there is nothing."""
+    try:
+        notice, matches = draft_notice(store, site, holder, contact, address)
+    except NoticeError:
+        latest = store.notices_of_site(site, limit=1)
+        if latest:
+            return latest[0], False
+        raise
     nid = store.save_notice(notice, {m["suspect_url"]: probes(m) for m in matches})
+    if holder and (contact or address):
+        store.save_holder(holder, contact or "", address or "")
     return store.get_notice(nid), True
 
 
@@ -120,15 +136,39 @@ def index() -> Any:
     """Sites with confirmed matches, their notices, and the follow-up of every noticed URL."""
     store = get_store()
     return render_template("notices/index.html", sites=store.notice_sites(), notices=store.notices_of_site(),
-                           takedowns=store.takedowns())
+                           takedowns=store.takedowns(), holders=store.holders())
+
+
+CHANNELS = ("e-mail", "web form", "post", "fax", "other")
+
+
+def _holder_form() -> dict[str, str]:
+    """The rights holder fields of the make-notice form, trimmed and capped."""
+    form = request.form
+    return {"site": (form.get("site") or "").strip()[:200], "holder": (form.get("holder") or "").strip()[:200],
+            "contact": (form.get("contact") or "").strip()[:500], "address": (form.get("address") or "").strip()[:500]}
+
+
+@bp.route("/preview", methods=["POST"])
+def preview() -> Any:
+    """The notice as it would go out, before anything is stored; "Create" stores it."""
+    fields = _holder_form()
+    try:
+        notice, _ = draft_notice(get_store(), fields["site"], fields["holder"] or None, fields["contact"] or None,
+                                 fields["address"] or None)
+    except NoticeError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("notices.index")), 303
+    return render_template("notices/preview.html", fields=fields, n=notice, text=render_notice(notice, "txt"))
 
 
 @bp.route("/create", methods=["POST"])
 def create() -> Any:
-    """The "make notice" button: a notice for the site's confirmed matches not noticed yet."""
-    site = (request.form.get("site") or "").strip()
+    """The "create" button of the preview: a notice for the site's confirmed matches not noticed yet."""
+    fields = _holder_form()
     try:
-        notice, created = build_notice(get_store(), site, request.form.get("holder") or None)
+        notice, created = build_notice(get_store(), fields["site"], fields["holder"] or None,
+                                       fields["contact"] or None, fields["address"] or None)
     except NoticeError as exc:
         flash(str(exc), "error")
         return redirect(url_for("notices.index"))
@@ -140,9 +180,12 @@ def create() -> Any:
 def show(notice_id: str) -> Any:
     """One notice with its URLs' follow-up; ?format=md|txt|html downloads it."""
     store = get_store()
-    notice = store.get_notice(notice_id)
+    try:
+        notice = store.get_notice(notice_id)
+    except (ValueError, TypeError):
+        notice = None
     if notice is None:
-        abort(404)
+        abort(404, description="no such notice")
     fmt = request.args.get("format")
     if fmt in FORMATS:
         body = render_notice(notice, fmt)
@@ -150,12 +193,16 @@ def show(notice_id: str) -> Any:
         return Response(body, mimetype=kind, headers={
             "Content-Disposition": f'attachment; filename="notice-{notice["site"]}-{notice_id}.{fmt}"'})
     states = {t["_id"]: t for t in store.takedowns(notice["site"])}
-    return render_template("notices/show.html", n=notice, states=states)
+    return render_template("notices/show.html", n=notice, states=states, channels=CHANNELS)
 
 
 @bp.route("/<notice_id>/sent", methods=["POST"])
 def mark_sent(notice_id: str) -> Any:
-    """Record that the notice was sent (once)."""
-    ok = get_store().mark_notice_sent(notice_id, by=g.get("user") or "")
+    """Record that the notice was sent (once), how and to whom."""
+    channel = (request.form.get("channel") or "").strip()
+    recipient = (request.form.get("recipient") or "").strip()[:300]
+    if channel not in CHANNELS or not recipient:
+        abort(400, description=f"say how the notice was sent ({', '.join(CHANNELS)}) and to whom")
+    ok = get_store().mark_notice_sent(notice_id, by=g.get("user") or "", channel=channel, recipient=recipient)
     flash("marked as sent" if ok else "this notice was already sent", "ok" if ok else "error")
     return redirect(url_for("notices.show", notice_id=notice_id))

@@ -16,7 +16,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--format", choices=FORMATS, default="md")
     n.add_argument("--lang", choices=LANGS, default="both", help="Chinese, English or both (default)")
     n.add_argument("--holder", help="rights holder's name (default: the works' registered authors)")
-    n.add_argument("--contact", help="rights holder's contact address, e-mail and telephone")
+    n.add_argument("--contact", help="rights holder's e-mail and telephone")
+    n.add_argument("--address", help="rights holder's postal address")
     n.add_argument("--out", help="write the notice to this file instead of standard output")
     n.add_argument("--sent", action="store_true", help="record that the notice has been sent")
     n.add_argument("--followup", action="store_true", help="list the site's noticed pages: taken down or up")
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         if args.followup:
             return followup(store, args.site)
         try:
-            notice, created = build_notice(store, args.site, args.holder, args.contact)
+            notice, created = build_notice(store, args.site, args.holder, args.contact, args.address)
         except NoticeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

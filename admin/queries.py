@@ -80,7 +80,8 @@ def parse_match_query(args: Mapping[str, str], per_page: int = 50) -> MatchQuery
         raise BadFilter(f"sort must be one of {', '.join(SORTS)}")
     mq = MatchQuery(
         status=status,
-        site=(args.get("site") or "").strip()[:200],
+        site_like=(args.get("site") or "").strip()[:200],   # a part of the host is enough
+        q=(args.get("q") or "").strip()[:200],
         source=(args.get("source") or "").strip()[:200],
         score_min=_float_arg(args, "score_min"), score_max=_float_arg(args, "score_max"),
         date_from=_date_arg(args, "date_from"), date_to=_date_arg(args, "date_to"),
@@ -93,7 +94,7 @@ def parse_match_query(args: Mapping[str, str], per_page: int = 50) -> MatchQuery
     if args.get("after"):
         mq.after = _cursor_arg(args["after"], SORTS[sort][0])
     mq.args = {k: str(v) for k, v in args.items()
-               if k in ("status", "site", "source", "score_min", "score_max", "date_from",
+               if k in ("q", "status", "site", "source", "score_min", "score_max", "date_from",
                         "date_to", "sort", "per_page") and v}
     return mq
 
@@ -148,20 +149,36 @@ class TTLCache:
         return th
 
     def get(self, key: str, ttl: float, compute: Callable[[], Any], wait: float = 3.0) -> Any:
-        """The cached value (None if the first computation is still running after `wait` s)."""
+        """The cached value (None if the first computation is still running after `wait` s; a request
+        that finds it already running does not wait again)."""
         if ttl <= 0:
             return compute()
         with self._lock:
             hit = self._data.get(key)
         if hit and time.monotonic() - hit[0] < ttl:
             return hit[1]
+        with self._lock:
+            waited = key in self._running   # an earlier request already waited for this computation
         th = self._refresh(key, compute)
         if hit:
             return hit[1]
-        th.join(wait)
+        th.join(0 if waited else wait)
         with self._lock:
             hit = self._data.get(key)
         return hit[1] if hit else None
+
+    def update(self, key: str, change: Callable[[Any], None]) -> None:
+        """Apply a known change to a cached value in place (a review moves a count at once)."""
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None:
+                change(hit[1])
+
+    def forget(self, prefix: str) -> None:
+        """Drop the values whose key starts with prefix (list totals after a review)."""
+        with self._lock:
+            for key in [k for k in self._data if k.startswith(prefix)]:
+                del self._data[key]
 
     def clear(self) -> None:
         """Forget every value (tests, after imports)."""

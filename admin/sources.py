@@ -6,7 +6,7 @@ from typing import Any
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from admin import get_store
-from admin.sources_cli import SourceError, parse_upload, register_source
+from admin.sources_cli import SourceError, parse_upload, register_works
 from admin.render import safe_href
 
 bp = Blueprint("sources", __name__, url_prefix="/sources")
@@ -34,11 +34,13 @@ def add() -> Any:
             works = [{"id": request.form.get("id", "").strip() or None, "title": title or None,
                       "text": text, "author": request.form.get("author", "").strip() or None,
                       "url": request.form.get("url", "").strip() or None}]
+        results = register_works(store, works)
     except SourceError as exc:
         flash(f"Nothing added: {exc}", "error")
         return redirect(url_for("sources.index")), 303
-    added = sum(register_source(store, **w)[1] for w in works)
-    flash(f"{added} work(s) added, {len(works) - added} already registered.", "ok")
+    added = [title for _, title, new in results if new]
+    named = f" Added: {', '.join(added[:20])}{' …' if len(added) > 20 else ''}." if added else ""
+    flash(f"{len(added)} work(s) added, {len(results) - len(added)} already registered.{named}", "ok")
     return redirect(url_for("sources.index")), 303
 
 

@@ -35,7 +35,7 @@ def text_work(name: str, raw: bytes | str) -> dict[str, Any]:
         raise SourceError(f"{name}: empty file")
     first = text.strip().splitlines()[0].strip()
     title = first if 0 < len(first) <= 80 else Path(name).stem
-    return {"id": work_id(text), "title": title, "text": text}
+    return {"id": work_id(text), "title": title, "text": text, "origin": name}
 
 
 def jsonl_works(name: str, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
@@ -54,7 +54,7 @@ def jsonl_works(name: str, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
             raise SourceError(f"{name}:{n}: needs an \"id\"")
         title = obj.get("title") or obj.get("chapter_title") or str(wid)
         yield {"id": str(wid), "title": str(title), "text": obj["text"],
-               "author": obj.get("author"), "url": obj.get("url")}
+               "author": obj.get("author"), "url": obj.get("url"), "origin": f"{name}:{n}"}
 
 
 def parse_upload(filename: str, data: bytes) -> list[dict[str, Any]]:
@@ -112,3 +112,33 @@ def register_source(store: Any, id: str | None, text: str, title: str | None = N
     sid = str(work["id"])
     added = SourceLibrary(store).register(sid, title or work["title"], text, author=author, url=url)
     return sid, bool(added)
+
+
+def validate_works(works: list[dict[str, Any]]) -> None:
+    """Check every work before any is stored (all or nothing); the SourceError names the file and line."""
+    seen: dict[str, str] = {}
+    for w in works:
+        where = w.get("origin") or w.get("title") or "work"
+        if not str(w.get("text") or "").strip():
+            raise SourceError(f"{where}: a work needs text")
+        if len(w["text"]) > MAX_WORK_CHARS:
+            raise SourceError(f"{where}: work is larger than {MAX_WORK_CHARS} characters")
+        if w.get("id"):
+            try:
+                sid = check_source_id(str(w["id"]))
+            except SourceError as exc:
+                raise SourceError(f"{where}: {exc}") from None
+            if sid in seen:
+                raise SourceError(f"{where}: id {sid!r} is already used by {seen[sid]}")
+            seen[sid] = where
+
+
+def register_works(store: Any, works: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """Validate every work, then store them all: [(id, title, newly added)] in order."""
+    validate_works(works)
+    out = []
+    for w in works:
+        fields = {k: v for k, v in w.items() if k != "origin"}
+        sid, new = register_source(store, **fields)
+        out.append((sid, str(w.get("title") or sid), new))
+    return out

@@ -32,7 +32,9 @@ QUERIES = [
     ("next page via cursor", "CURSOR"),
 ]
 #: Page numbers are an API convenience (the pages link by cursor); their cost grows with the offset.
-INFO_QUERIES = [("?page=5 (offset 200)", "/matches/?page=5"), ("?page=20 (offset 950)", "/matches/?page=20")]
+INFO_QUERIES = [("?page=5 (offset 200)", "/matches/?page=5"), ("?page=20 (offset 950)", "/matches/?page=20"),
+                ("q= part of a title", "/matches/?q=盗版页面 9"), ("site= part of a host", "/matches/?site=site7."),
+                ("by coverage", "/matches/?sort=coverage")]
 
 
 def fill(store: Any, n: int, days: int = 120, seed: int = 7) -> datetime:

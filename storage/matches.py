@@ -10,7 +10,7 @@ import pymongo
 from .connection import Connection
 from .documents import check_keys, out
 from .errors import BadDocument, StorageUnavailable
-from .matchlist import SORTS, MatchQuery, decode_cursor, find_matches
+from .matchlist import SORTS, MatchQuery, count_filter, decode_cursor, find_matches
 from .schema import MATCH_STATUSES, REVIEW_ACTIONS, new_id, now, to_oid, utc
 
 EXPORT_MAX = 100_000
@@ -60,6 +60,31 @@ class MatchStore(Connection):
     def find_matches(self, mq: MatchQuery, projection: dict | None = None) -> tuple[list[dict], str | None]:
         """One page of matches in the requested order (raw documents) and the next page's cursor or None."""
         return self._retry("mongo", find_matches, self.matches, mq, projection)
+
+    def count_matches(self, mq: MatchQuery) -> int:
+        """How many matches pass the request's filters (the list's total), paging ignored."""
+        cond = count_filter(mq)
+        if not cond:
+            return int(self._retry("mongo", self.matches.estimated_document_count))
+        return int(self._retry("mongo", self.matches.count_documents, cond))
+
+    def site_exists(self, site: str) -> bool:
+        """Whether some match is on exactly this site (one index lookup)."""
+        return self._retry("mongo", self.matches.find_one, {"site": site}, {"_id": 1}) is not None
+
+    def match_ids_for_urls(self, urls: list[str]) -> dict[str, str]:
+        """{suspect URL: id of a match on it} for the URLs that have one (the duplicates view links them)."""
+        if not urls:
+            return {}
+        cur = self.matches.find({"suspect_url": {"$in": list(urls)[:1000]}}, {"suspect_url": 1}).sort("created", -1)
+        found: dict[str, str] = {}
+        for d in self._retry("mongo", list, cur):
+            found.setdefault(d["suspect_url"], str(d["_id"]))
+        return found
+
+    def record_live_check(self, match_id: str, check: dict) -> None:
+        """Keep the latest re-fetch of a match's page (state, time, HTTP status, why) on the match."""
+        self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)}, {"$set": {"live_check": check}})
 
     def iter_match_batches(self, mq: MatchQuery, limit: int = EXPORT_MAX, batch: int = 500) -> Iterator[list[dict]]:
         """Every match of a filter in order, a batch at a time by cursor (exports, CLI listing)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -21,7 +22,10 @@ from .schema import cursor_id, id_token, is_oid, utc
 SORTS: dict[str, tuple[str, int]] = {
     "newest": ("created", DESCENDING), "oldest": ("created", ASCENDING),
     "score": ("score", DESCENDING), "score_asc": ("score", ASCENDING),
+    "coverage": ("source_coverage", DESCENDING), "coverage_asc": ("source_coverage", ASCENDING),
 }
+#: fields `q` searches by substring (case-insensitive): the page's title and URL, the work's title and id
+Q_FIELDS = ("title", "suspect_url", "source_title", "source_id")
 DATE_FLOOR = datetime(1990, 1, 1, tzinfo=timezone.utc)
 
 
@@ -34,7 +38,9 @@ class MatchQuery:
     """A validated matches-list request: filters, sort, and where the page starts."""
 
     status: str = ""
-    site: str = ""
+    site: str = ""           # exact site (host[:port])
+    site_like: str = ""      # a substring of the site, case-insensitive (the admin's "site" box)
+    q: str = ""              # a substring of the title, URL or work (Q_FIELDS), case-insensitive
     source: str = ""
     score_min: float | None = None
     score_max: float | None = None
@@ -69,7 +75,7 @@ def decode_cursor(token: str, sort_field: str) -> tuple[Any, Any]:
         _id = cursor_id(i)
         if sort_field == "created" and not isinstance(value, datetime):
             raise ValueError
-        if sort_field == "score" and not isinstance(value, (int, float)):
+        if sort_field != "created" and not isinstance(value, (int, float)):
             raise ValueError
         return value, _id
     except Exception:
@@ -88,7 +94,46 @@ def _range_of(mq: MatchQuery, sort_field: str) -> tuple[Any, Any]:
     if sort_field == "created":
         hi = mq.date_to + timedelta(days=1) if mq.date_to else None
         return mq.date_from, hi
-    return mq.score_min, mq.score_max
+    if sort_field == "score":
+        return mq.score_min, mq.score_max
+    return None, None
+
+
+def _substring(text: str) -> dict[str, Any]:
+    """A case-insensitive substring condition (the text is escaped: never a user-written pattern)."""
+    return {"$regex": re.escape(text[:200]), "$options": "i"}
+
+
+def text_filter(mq: MatchQuery) -> dict[str, Any]:
+    """The substring conditions of a request (site_like, q) as a MongoDB filter ({} without them), for
+    counting; the list itself matches them in Python (accepts)."""
+    cond: dict[str, Any] = {}
+    if mq.site_like:
+        cond["site"] = _substring(mq.site_like)
+    if mq.q:
+        cond["$or"] = [{f: _substring(mq.q)} for f in Q_FIELDS]
+    return cond
+
+
+def count_filter(mq: MatchQuery) -> dict[str, Any]:
+    """Every filter of a request as one MongoDB filter, for the list's total count."""
+    cond: dict[str, Any] = {fld: getattr(mq, arg) for arg, fld in EQ_FIELDS if getattr(mq, arg)}
+    if mq.site and mq.site_like:
+        cond["$and"] = [{"site": mq.site}, {"site": _substring(mq.site_like)}]
+        cond.pop("site")
+        cond.update({k: v for k, v in text_filter(mq).items() if k != "site"})
+    else:
+        cond.update(text_filter(mq))
+    if mq.score_min is not None or mq.score_max is not None:
+        cond["score"] = {k: v for k, v in (("$gte", mq.score_min), ("$lte", mq.score_max)) if v is not None}
+    if mq.date_from or mq.date_to:
+        lo, hi = _range_of(mq, "created")
+        cond["created"] = {k: v for k, v in (("$gte", lo), ("$lt", hi)) if v is not None}
+    return cond
+
+
+def _has(doc: dict, field: str, text: str) -> bool:
+    return text.casefold() in str(doc.get(field) or "").casefold()
 
 
 def accepts(mq: MatchQuery, doc: dict) -> bool:
@@ -97,6 +142,10 @@ def accepts(mq: MatchQuery, doc: dict) -> bool:
         want = getattr(mq, arg)
         if want and doc.get(fld) != want:
             return False
+    if mq.site_like and not _has(doc, "site", mq.site_like):
+        return False
+    if mq.q and not any(_has(doc, f, mq.q) for f in Q_FIELDS):
+        return False
     score = doc.get("score")
     if mq.score_min is not None or mq.score_max is not None:
         if not isinstance(score, (int, float)) or isinstance(score, bool):
@@ -124,16 +173,16 @@ class _Scan:
         self.coll, self.mq = coll, mq
         self.sort_field, self.direction = SORTS[mq.sort]
         self.eq = next(((fld, getattr(mq, arg)) for arg, fld in EQ_FIELDS if getattr(mq, arg)), None)
+        # substrings (q, site_like) are matched here, in Python: the window queries stay {one equality
+        # field, a range on the sort field}, which the index serves; a regex would scan the collection
         self.residual = sum(bool(getattr(mq, a)) for a, _ in EQ_FIELDS) > 1 or bool(
-            self._other_ranges())
-        self.projection = None if projection is None else {**projection, **{f: 1 for f in PROJECTED}}
+            self._other_ranges()) or bool(mq.q or mq.site_like)
+        self.projection = None if projection is None else {**projection, **{f: 1 for f in PROJECTED + Q_FIELDS}}
         self.order = [(self.sort_field, self.direction), ("_id", self.direction)]
 
     def _other_ranges(self) -> bool:
-        other = "score" if self.sort_field == "created" else "created"
-        if other == "score":
-            return self.mq.score_min is not None or self.mq.score_max is not None
-        return bool(self.mq.date_from or self.mq.date_to)
+        scores = self.sort_field != "score" and (self.mq.score_min is not None or self.mq.score_max is not None)
+        return scores or (self.sort_field != "created" and bool(self.mq.date_from or self.mq.date_to))
 
     def _query(self, cond: dict[str, Any]) -> dict[str, Any]:
         q: dict[str, Any] = {self.eq[0]: self.eq[1]} if self.eq else {}

@@ -69,14 +69,25 @@ class NoticeStore(Connection):
         cur = self.db.notices.find({"site": site} if site else {}).sort("created", -1).limit(limit)
         return [out(d) for d in self._retry("mongo", list, cur)]
 
-    def mark_notice_sent(self, notice_id: str, by: str = "") -> bool:
-        """Mark a draft notice as sent; False when it was already sent (a notice is sent once)."""
+    def mark_notice_sent(self, notice_id: str, by: str = "", channel: str = "", recipient: str = "") -> bool:
+        """Mark a draft notice as sent (how and to whom); False when it was already sent (a notice is sent once)."""
         oid, token = to_oid(notice_id), new_id()
         res = self._retry("mongo", self.db.notices.update_one, {"_id": oid, "status": "draft"},
-                          {"$set": {"status": "sent", "sent": now(), "sent_by": by, "sent_token": token}})
+                          {"$set": {"status": "sent", "sent": now(), "sent_by": by, "sent_token": token,
+                                    "sent_channel": channel, "sent_to": recipient}})
         # a retry after a lost reply finds the notice sent by this very call
         return res.modified_count == 1 or self._retry("mongo", self.db.notices.count_documents,
                                                        {"_id": oid, "sent_token": token}) == 1
+
+    # ---- rights holders ----------------------------------------------------------------------------
+    def save_holder(self, name: str, contact: str, address: str) -> None:
+        """Remember a rights holder's contact and address for the next notice (collection `holders`)."""
+        self._retry("mongo", self.db.holders.update_one, {"_id": name},
+                    {"$set": {"contact": contact, "address": address, "updated": now()}}, upsert=True)
+
+    def holders(self) -> list[dict]:
+        """Every remembered rights holder (name, contact, address), by name."""
+        return [out(d) for d in self._retry("mongo", list, self.db.holders.find({}).sort("_id", 1))]
 
     # ---- follow-up ---------------------------------------------------------------------------------
     def noticed_urls(self, site: str | None = None) -> list[dict]:

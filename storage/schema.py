@@ -31,7 +31,10 @@ INDEXES: dict[str, list[tuple[Any, bool]]] = {
                 ([("created", DESC)], False), ([("status", ASC), ("created", DESC)], False),
                 ([("site", ASC), ("created", DESC)], False), ([("source_id", ASC), ("created", DESC)], False),
                 ([("score", DESC)], False), ([("status", ASC), ("score", DESC)], False),
-                ([("site", ASC), ("score", DESC)], False), ([("source_id", ASC), ("score", DESC)], False)],
+                ([("site", ASC), ("score", DESC)], False), ([("source_id", ASC), ("score", DESC)], False),
+                ([("source_coverage", DESC)], False), ([("status", ASC), ("source_coverage", DESC)], False),
+                ([("site", ASC), ("source_coverage", DESC)], False),
+                ([("source_id", ASC), ("source_coverage", DESC)], False)],
     "runs": [([("spider", ASC), ("started", DESC)], False), ([("started", DESC)], False)],
     # what became of every URL a crawl touched: listed by run, outcome and reason, or looked up by URL
     "outcomes": [([("run", ASC), ("outcome", ASC), ("reason", ASC)], False), ([("url", ASC), ("at", DESC)], False)],

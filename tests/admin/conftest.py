@@ -41,9 +41,9 @@ def csrf_from(html: str) -> str:
 
 @pytest.fixture
 def app(store: Any, tmp_path: Path) -> Any:
-    """The admin app on a fresh, isolated database (CSRF on, dashboard cache off)."""
+    """The admin app on a fresh, isolated database (CSRF on, dashboard and list-count caches off)."""
     return create_app({"STORE": store, "SECRET_KEY": "test-secret-" + "x" * 40, "TESTING": True,
-                       "DASHBOARD_CACHE_SECONDS": 0})
+                       "DASHBOARD_CACHE_SECONDS": 0, "COUNT_CACHE_SECONDS": 0})
 
 
 @pytest.fixture

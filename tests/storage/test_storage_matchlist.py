@@ -32,6 +32,7 @@ def docs(store):
         age = timedelta(hours=rnd.choice([0, 1, 2, 30, 400, 9000]) + rnd.randrange(3))
         out.append({"suspect_url": f"http://s{i % 4}.example/{i}", "site": f"s{i % 4}.example",
                     "source_id": f"w{i % 6}", "score": rnd.choice([1.0, 0.5, 0.25]) if i % 2 else rnd.random(),
+                    "source_coverage": rnd.choice([0.9, 0.4]) if i % 3 else rnd.random(),
                     "status": rnd.choice(["new", "confirmed", "dismissed", "licensed"]), "created": now - age})
     store.db.matches.insert_many(out)
     store.ensure_indexes()

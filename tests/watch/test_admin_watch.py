@@ -50,9 +50,12 @@ def test_notice_button_and_followup(client, store, sample):
     store.record_takedown_check(notice["items"][0]["url"], True, 404, "http 404")
     assert "taken down" in client.get("/notices/").get_data(as_text=True)
     token = csrf_from(body)
-    client.post(f"/notices/{notice['id']}/sent", data={"csrf_token": token})
+    sent = {"csrf_token": token, "channel": "e-mail", "recipient": "abuse@pirate.example"}
+    assert client.post(f"/notices/{notice['id']}/sent", data={"csrf_token": token}).status_code == 400  # how? to whom?
+    client.post(f"/notices/{notice['id']}/sent", data=sent)
     assert store.get_notice(notice["id"])["status"] == "sent"
-    again = client.post(f"/notices/{notice['id']}/sent", data={"csrf_token": token}, follow_redirects=True)
+    assert store.get_notice(notice["id"])["sent_to"] == "abuse@pirate.example"
+    again = client.post(f"/notices/{notice['id']}/sent", data=sent, follow_redirects=True)
     assert "already sent" in again.get_data(as_text=True)
 
 
