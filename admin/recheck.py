@@ -28,7 +28,18 @@ MAX_WAIT = 10.0            # never hold a request longer than this for the per-h
 _lock = threading.Lock()
 _last_fetch: dict[str, float] = {}
 _robots: dict[str, tuple[float, urllib.robotparser.RobotFileParser | None]] = {}
-_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # straight to the host, like the crawler
+
+
+class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    """A crawled page is hostile input: its redirects may lead to http(s) only (urllib would follow ftp)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        if not safe_scheme(newurl):
+            raise urllib.error.HTTPError(newurl, code, f"redirect to a non-http(s) URL refused: {newurl}", headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _HttpOnlyRedirects)  # straight to the host
 
 
 class NotAllowed(Exception):
@@ -74,6 +85,8 @@ def _robots_for(url: str) -> urllib.robotparser.RobotFileParser | None:
 
 def polite_fetch(url: str) -> tuple[int | None, bytes, str]:
     """(HTTP status or None when unreachable, body, why) for one fetch of url under the crawl rules."""
+    if not safe_scheme(url):
+        return None, b"", f"not an http(s) URL: {url[:200]}"
     if crawl_settings.ROBOTSTXT_OBEY:
         robots = _robots_for(url)
         if robots is not None and not robots.can_fetch(crawl_settings.USER_AGENT, url):
@@ -129,6 +142,7 @@ def next_part(body: bytes, url: str, seen: set[str]) -> str | None:
 
 
 def safe_scheme(url: str) -> bool:
+    """Only web pages are fetched (no file:, ftp: or data: from a hostile page or redirect)."""
     return urlsplit(url).scheme in ("http", "https")
 
 

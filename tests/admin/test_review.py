@@ -295,3 +295,29 @@ def test_skipping_walks_forward_through_the_list(client, store, sample):
         assert re.search(r'id="next-match" href="/matches/' + there, page), (here, there)
     last = client.get(f"/matches/{order[-1]}?status=new").get_data(as_text=True)
     assert re.search(r'id="next-match" href="/matches/' + order[0], last)   # from the top again
+
+
+def test_recheck_fetches_web_pages_only_and_refuses_redirects_elsewhere():
+    """A crawled page is hostile: a re-check never reads a file: URL, nor follows a redirect off http(s)."""
+    import http.server
+    import threading
+
+    from admin import recheck as rc
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(404 if self.path == "/robots.txt" else 302)
+            self.send_header("Location", "ftp://127.0.0.1:1/pub/x")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert rc.polite_fetch("file:///etc/passwd")[0] is None
+        status, body, why = rc.polite_fetch(f"http://127.0.0.1:{server.server_port}/page.html")
+        assert (status, body) == (302, b""), (status, why)   # refused at the redirect, not followed to ftp
+    finally:
+        server.shutdown()
