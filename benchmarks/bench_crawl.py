@@ -324,7 +324,8 @@ def line(r: int, label: str, data: dict) -> str:
             f"= {data['pages_per_s']:6.1f} pages/s, wall {data['wall_seconds']:5.1f} s (fixed "
             f"{data['fixed_seconds']:4.1f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up)"
             f"{'; servers ' + servers if servers else ''}; stored {c.get('stored', 0)}, exact dups "
-            f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}")
+            f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}, "
+            f"deferred {c.get('deferred', 0)}")
 
 
 def _spread(values: list[float]) -> dict[str, float]:

@@ -35,6 +35,12 @@ def run_blocking(crawler, fn: Callable[..., T], *args: Any, **kwargs: Any) -> "a
     return asyncio.get_running_loop().run_in_executor(_holder(crawler).executor, lambda: fn(*args, **kwargs))
 
 
+def run_write(crawler, fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":
+    """Run a group-committed write in the store's writer threads: a decision waiting for another page's
+    save (DedupIndex.settled) holds a store thread, so saves never queue behind decisions."""
+    return asyncio.get_running_loop().run_in_executor(_holder(crawler).write_threads, lambda: fn(*args))
+
+
 class GroupCommit:
     """Group commit of one kind of write: a record is written at once when no write of its kind is under
     way; records arriving during a write go together in the next one (up to max_items), after an optional
@@ -66,7 +72,7 @@ class GroupCommit:
 
     async def _write(self, batch: list[tuple[Any, asyncio.Future]]) -> None:
         try:
-            results = await run_blocking(self.crawler, self.write_many, [record for record, _ in batch])
+            results = await run_write(self.crawler, self.write_many, [record for record, _ in batch])
         except Exception as exc:  # every record of the batch fails with the error (each item says so)
             results = [exc] * len(batch)
         for (_, future), result in zip(batch, results):
@@ -121,6 +127,7 @@ class _StoreHolder:
             raise SystemExit(2) from None
         self.executor = ThreadPoolExecutor(max_workers=crawler.settings.getint("ZHDEDUP_STORE_THREADS", 4),
                                            thread_name_prefix="zhdedup-store")
+        self.write_threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="zhdedup-store-write")
         self.run_id: Any = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -137,6 +144,7 @@ class _StoreHolder:
     def spider_closed(self, spider, reason: str = "") -> None:
         """Record the run's counts, then close the store (pending spool entries stay on disk)."""
         self.executor.shutdown(wait=True)
+        self.write_threads.shutdown(wait=True)
         try:
             if self.run_id is not None:
                 counts = stat_counts(self.crawler)

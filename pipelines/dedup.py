@@ -41,6 +41,8 @@ class DedupPipeline:
         verdict, original_url, record = await run_blocking(self.crawler, self._decide, doc, a)
         if not verdict.is_duplicate:
             a["dedup"] = {"kind": "unchanged" if verdict.kind == "unchanged" else "new", "spooled": verdict.spooled}
+            if verdict.spooled:
+                self.stats.inc_value(st.DEFERRED)
             if verdict.replaced:
                 a["dedup"]["replaced"] = verdict.replaced
                 self.stats.inc_value(st.REPLACED_ORIGINAL)

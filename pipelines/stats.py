@@ -19,6 +19,7 @@ MATCHES = f"{PREFIX}/matches"                      # match records
 MATCHES_LICENSED = f"{PREFIX}/matches_licensed"    # matches of a source licensed to the page's site
 EVIDENCE_MISSING = f"{PREFIX}/evidence_missing"    # matches whose evidence snapshot could not be written
 REPLACED_ORIGINAL = f"{PREFIX}/replaced_original"  # a copy published earlier took its original's place
+DEFERRED = f"{PREFIX}/deferred"  # pages kept undecided: their decision waits for the spool replay (next open)
 RESUME_REQUEUED = f"{PREFIX}/resume/requeued"
 FETCHED_AGAIN = f"{PREFIX}/fetched_again"   # URLs fetched a second time in one run (their first outcome stands)
 LIST_PAGES = f"{PREFIX}/list_pages"     # pages read for their links only

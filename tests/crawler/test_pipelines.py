@@ -183,3 +183,32 @@ def test_the_crawl_serves_every_k_exactly(store, store_config, k):
     assert kept["dedup"]["kind"] == "new"
     assert (dropped.kind, dropped.distance) == ("near", k)
     assert dedup.store.index.k == k
+
+
+def test_a_save_never_waits_behind_a_decision_that_waits_for_it(store, store_config):
+    """A dated copy's decision may wait for its original's save (DedupIndex.settled), holding a store thread.
+    With every store thread waiting so, the saves queued behind them, each wait ran out, and the pages were
+    kept undecided until the next open. Group-committed writes have threads of their own."""
+    import threading
+
+    from pipelines._store import GroupCommit, _holder, run_blocking
+
+    crawler = crawler_for(store_config, ZHDEDUP_STORE_THREADS=1)
+    saved = threading.Event()
+
+    def write_many(records):
+        saved.set()
+        return records
+
+    commit = GroupCommit(crawler, write_many)
+
+    async def scenario():
+        waiting = run_blocking(crawler, saved.wait, 30)      # the only store thread waits for the save
+        assert await commit.save("page") == "page"
+        assert await waiting is True
+
+    try:
+        asyncio.run(asyncio.wait_for(scenario(), 20))
+    finally:
+        saved.set()
+        _holder(crawler).spider_closed(None)
