@@ -69,11 +69,12 @@ class VerifyResult:
     checked: int
     bad_seq: int | None = None
     problem: str | None = None
+    stamps: Any = None   # storage.stamps.StampReport when the timestamps were checked too
 
     @property
     def ok(self) -> bool:
-        """True when every record and the head agree."""
-        return self.problem is None
+        """True when every record and the head agree (and every stored timestamp, when checked)."""
+        return self.problem is None and (self.stamps is None or self.stamps.ok)
 
 
 def check_record(rec: dict, prev_digest: str) -> str | None:

@@ -1,0 +1,89 @@
+"""RFC 3161 timestamps of the evidence chain head, against a real TSA on loopback (`openssl ts -reply`):
+tokens verify with plain openssl, a TSA that is down, slow, garbage or stamping other data costs nothing
+and is refused, and one changed byte of any record, stamped bytes or token fails `verify`, naming it."""
+from __future__ import annotations
+
+import pytest
+from bson.binary import Binary
+
+from storage.timestamping import TokenRefused, TSAClient, TSAUnavailable, load_roots, make_client_or_none
+from tests.storage.test_evidence import a_match, snapshot
+from tests.tsa_fixture import LoopbackTSA, make_pki, openssl_verify, tsa, tsa_pki  # noqa: F401
+
+
+def client(server: LoopbackTSA, timeout: float = 30.0) -> TSAClient:
+    return TSAClient(server.url, load_roots(server.ca), timeout)
+
+
+def fill(store, n: int) -> str:
+    mid = a_match(store)
+    for i in range(n):
+        store.add_evidence(mid, snapshot(i))
+    return mid
+
+
+def test_head_stamp_verifies_with_plain_openssl(store, tsa, tmp_path):
+    fill(store, 3)
+    stamp = store.stamp_head(client(tsa))
+    assert stamp["_id"] == 2 and store.stamp_head(client(tsa)) is None   # nothing new: no second token
+    (tmp_path / "STAMPED").write_bytes(bytes(stamp["stamped"]))
+    (tmp_path / "TOKEN.tsr").write_bytes(bytes(stamp["token"]))
+    r = openssl_verify(tmp_path / "STAMPED", tmp_path / "TOKEN.tsr", tsa.ca)
+    assert r.returncode == 0 and "Verification: OK" in r.stdout, r.stderr
+    res = store.verify_evidence(load_roots(tsa.ca))
+    assert res.ok and res.stamps.all_stamped and res.stamps.signatures_checked and res.stamps.stamps == 1
+
+
+def test_tsa_down_slow_garbage_or_other_data_loses_nothing(store, tsa):
+    fill(store, 2)
+    tsa.stop()
+    with pytest.raises(TSAUnavailable):
+        store.stamp_head(client(tsa))
+    fill(store, 1)                                  # the chain goes on without the TSA
+    status = store.stamp_status()
+    assert status.stamped_to is None and status.records == 3 and "did not answer" in status.last_error
+    assert status.unstamped_since == store.get_evidence(0)["recorded"]
+    tsa.start()
+    for mode, kind, said in (("slow", TSAUnavailable, "did not answer"), ("garbage", TokenRefused, "not a timestamp"),
+                             ("other", TokenRefused, "imprint")):
+        tsa.mode = mode
+        with pytest.raises(kind, match=said):
+            store.stamp_head(client(tsa, timeout=2.0 if mode == "slow" else 30.0))
+        tsa.release.set()
+    assert store.evidence_stamps.count_documents({}) == 0
+    tsa.mode = "ok"
+    assert store.stamp_head(client(tsa))["_id"] == 2          # caught up: one token covers all three
+    status = store.stamp_status()
+    assert status.stamped_to == 2 and status.unstamped_since is None and status.last_error is None
+
+
+def test_token_from_an_unknown_ca_is_refused(store, tsa, tmp_path):
+    fill(store, 1)
+    make_pki(tmp_path / "other", cn="Other TSA")
+    with pytest.raises(TokenRefused, match="signature or certificate chain"):
+        store.stamp_head(TSAClient(tsa.url, load_roots(tmp_path / "other" / "ca.pem"), 30.0))
+
+
+@pytest.mark.parametrize("target", ["record", "stamped", "token"])
+def test_one_changed_byte_fails_verify_naming_it(store, tsa, target):
+    fill(store, 2)
+    store.stamp_head(client(tsa))
+    roots = load_roots(tsa.ca)
+    assert store.verify_evidence(roots).ok
+    if target == "record":
+        rec = store.get_evidence(1)
+        store.db.evidence.update_one({"_id": 1}, {"$set": {"text": rec["text"][:-1] + "X"}})
+    else:
+        data = bytearray(store.evidence_stamps.find_one({"_id": 1})[target])
+        data[len(data) // 2] ^= 0x01
+        store.evidence_stamps.update_one({"_id": 1}, {"$set": {target: Binary(bytes(data))}})
+    res = store.verify_evidence(roots)
+    assert not res.ok
+    said = res.problem if target == "record" else res.stamps.problem
+    assert {"record": "text", "stamped": "stamped bytes", "token": "timestamp token"}[target] in said
+
+
+def test_client_off_without_url_or_ca(tmp_path):
+    assert make_client_or_none("", "", 10) is None
+    with pytest.raises(Exception, match="ZHDEDUP_TSA_CA"):
+        make_client_or_none("http://127.0.0.1:1/tsa", "", 10)
