@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from storage.evidence import canonical_json, raw_bytes
+from storage.stamps import fmt_time
 
 README = """Evidence pack for match {match_id}
 =======================================
@@ -97,19 +98,58 @@ def write_pack(store: Any, match_id: str, out: Path | BinaryIO) -> dict:
     return rec
 
 
-def run(args: argparse.Namespace) -> int:
-    """`evidence verify` (exit 0 intact, 1 with the first bad record) and `evidence export MATCH_ID OUT.zip`."""
-    from admin.cli import open_default_store
+def tsa_settings() -> dict:
+    """The TSA settings as the crawl reads them (declared once, in crawler/settings.py, from the environment)."""
+    from crawler import settings
 
-    store = open_default_store()
-    if args.evidence_cmd == "verify":
-        res = store.verify_evidence()
-        if res.ok:
-            print(f"evidence log intact: {res.checked} records")
-            return 0
+    return {"url": settings.ZHDEDUP_TSA_URL, "ca": settings.ZHDEDUP_TSA_CA, "timeout": settings.ZHDEDUP_TSA_TIMEOUT}
+
+
+def _verify(store: Any) -> int:
+    """Chain and timestamps; exit 0 intact, 1 with the first bad record or stamp named."""
+    from storage.timestamping import TimestampError, load_roots
+
+    ca = tsa_settings()["ca"]
+    try:
+        roots = load_roots(ca) if ca else None
+    except TimestampError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    res = store.verify_evidence(roots)
+    if res.problem:
         print(f"evidence log BROKEN at record {res.bad_seq}: {res.problem} ({res.checked} records before it are intact)",
               file=sys.stderr)
         return 1
+    rep = res.stamps
+    if not rep.ok:
+        print(f"evidence log BROKEN at the timestamp of record {rep.bad_stamp}: {rep.problem}", file=sys.stderr)
+        return 1
+    checked = "signatures checked against " + ca if rep.signatures_checked else \
+        "signatures not checked: set ZHDEDUP_TSA_CA"
+    print(f"evidence log intact: {res.checked} records; {rep.stamps} timestamps ({checked}); {rep.summary()}")
+    return 0
+
+
+def _stamp(store: Any) -> int:
+    """Stamp the head now (after a crawl that ended while the TSA was away)."""
+    from storage.timestamping import TimestampError, make_client_or_none
+
+    cfg = tsa_settings()
+    try:
+        client = make_client_or_none(cfg["url"], cfg["ca"], cfg["timeout"])
+        if client is None:
+            print("error: ZHDEDUP_TSA_URL is not set", file=sys.stderr)
+            return 2
+        stamp = store.stamp_head(client)
+    except TimestampError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("nothing new to timestamp" if stamp is None else
+          f"timestamped record {stamp['_id']} (digest {stamp['digest']}) at {fmt_time(stamp['gen_time'])}")
+    return 0
+
+
+def _export(store: Any, args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         print(f"error: directory {out.parent} does not exist", file=sys.stderr)
@@ -123,11 +163,28 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def run(args: argparse.Namespace) -> int:
+    """`evidence verify | status | stamp | export MATCH_ID OUT.zip`."""
+    from admin.cli import open_default_store
+
+    store = open_default_store()
+    if args.evidence_cmd == "verify":
+        return _verify(store)
+    if args.evidence_cmd == "status":
+        print(store.stamp_status().summary())
+        return 0
+    if args.evidence_cmd == "stamp":
+        return _stamp(store)
+    return _export(store, args)
+
+
 def add_parser(sub: Any) -> None:
-    """Register `evidence verify` and `evidence export` under the admin CLI."""
-    e = sub.add_parser("evidence", help="check the evidence log; export a match's evidence pack")
+    """Register `evidence verify | status | stamp | export` under the admin CLI."""
+    e = sub.add_parser("evidence", help="check the evidence log and its timestamps; export a match's evidence pack")
     esub = e.add_subparsers(dest="evidence_cmd", required=True)
-    esub.add_parser("verify", help="recompute every record's digests and the hash chain")
+    esub.add_parser("verify", help="recompute every record's digests and the hash chain; check every timestamp")
+    esub.add_parser("status", help="what is timestamped, and since when not")
+    esub.add_parser("stamp", help="have the TSA (ZHDEDUP_TSA_URL) stamp the chain's head now")
     ex = esub.add_parser("export", help="write a zip: raw HTML, text, passages, digests, chain proof, README")
     ex.add_argument("match_id")
     ex.add_argument("out", metavar="OUT.zip")

@@ -47,6 +47,22 @@ class StampReport:
         """True when a verified stamp covers every record of the log."""
         return self.records == 0 or self.stamped_to == self.records - 1
 
+    def summary(self) -> str:
+        """One line: all stamped, or since when not (the words `status`, the CLI and the admin show)."""
+        if self.records == 0:
+            return "no evidence records to timestamp"
+        if self.all_stamped:
+            return (f"every evidence record timestamped (the last stamp covers record {self.stamped_to}, "
+                    f"TSA time {fmt_time(self.stamped_at)})")
+        first = 0 if self.stamped_to is None else self.stamped_to + 1
+        line = f"evidence records {first}..{self.records - 1} not timestamped since {fmt_time(self.unstamped_since)}"
+        return line + (f" (last TSA error: {self.last_error})" if self.last_error else "")
+
+
+def fmt_time(t: Any) -> str:
+    """A stored time as ISO 8601 UTC (MongoDB gives naive UTC datetimes back)."""
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(t, datetime) else "-"
+
 
 class StampStore(EvidenceStore):
     """Stamp the evidence chain's head with a TSA, say what is not stamped yet, and verify every stamp."""

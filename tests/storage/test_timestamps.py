@@ -3,12 +3,19 @@ tokens verify with plain openssl, a TSA that is down, slow, garbage or stamping 
 and is refused, and one changed byte of any record, stamped bytes or token fails `verify`, naming it."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from bson.binary import Binary
 
 from storage.timestamping import TokenRefused, TSAClient, TSAUnavailable, load_roots, make_client_or_none
 from tests.storage.test_evidence import a_match, snapshot
 from tests.tsa_fixture import LoopbackTSA, make_pki, openssl_verify, tsa, tsa_pki  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def client(server: LoopbackTSA, timeout: float = 30.0) -> TSAClient:
@@ -87,3 +94,26 @@ def test_client_off_without_url_or_ca(tmp_path):
     assert make_client_or_none("", "", 10) is None
     with pytest.raises(Exception, match="ZHDEDUP_TSA_CA"):
         make_client_or_none("http://127.0.0.1:1/tsa", "", 10)
+
+
+def admin_cli(store_config, tmp_path, ca, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MONGO_URI": store_config.mongo_uri, "REDIS_URL": store_config.redis_url,
+           "ZHDEDUP_DB": store_config.db_name, "ZHDEDUP_PREFIX": store_config.key_prefix,
+           "ZHDEDUP_VAR": str(tmp_path / "var"), "ZHDEDUP_TSA_CA": str(ca)}
+    return subprocess.run([sys.executable, "-m", "admin", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=120)
+
+
+def test_cli_verify_reports_stamps_and_names_a_changed_token(store, store_config, tsa, tmp_path):
+    fill(store, 2)
+    store.stamp_head(client(tsa))
+    r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "verify")
+    assert r.returncode == 0 and "every evidence record timestamped" in r.stdout and "signatures checked" in r.stdout
+    fill(store, 1)
+    assert "evidence records 2..2 not timestamped since" in store.status()["evidence"]
+    token = bytearray(store.evidence_stamps.find_one({"_id": 1})["token"])
+    token[-40] ^= 0x01
+    store.evidence_stamps.update_one({"_id": 1}, {"$set": {"token": Binary(bytes(token))}})
+    r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "verify")
+    assert r.returncode == 1 and "timestamp of record 1" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
