@@ -16,7 +16,7 @@ import pymongo
 from bson.binary import Binary
 from pymongo.errors import DuplicateKeyError
 
-from .evidence import EvidenceStore, VerifyResult
+from .evidence import EvidenceStore, VerifyResult, sha256_hex
 from .schema import now
 from .timestamping import TimestampError, TSAClient, check_token, parse_stamped, stamped_bytes
 
@@ -94,6 +94,7 @@ class StampStore(EvidenceStore):
                         {"$set": {"last_error": str(exc), "last_attempt": now()}}, upsert=True)
             raise
         doc = {"_id": int(head["_id"]), "digest": head["digest"], "stamped": Binary(data), "token": Binary(token.der),
+               "token_sha256": sha256_hex(token.der),  # a token's certificate bag is not signed: this covers it
                "nonce": str(token.nonce), "serial": str(token.serial), "gen_time": token.gen_time,
                "tsa": client.url, "recorded": now()}
         try:
@@ -160,6 +161,9 @@ class StampStore(EvidenceStore):
             return "the stamped bytes were changed (they no longer name this stamp's record and digest)"
         if rec is None or rec.get("digest") != named[1]:
             return "the stamped digest is not the record's digest"
+        token = bytes(stamp.get("token") or b"")
+        if sha256_hex(token) != stamp.get("token_sha256"):
+            return "timestamp token: its bytes differ from its recorded SHA-256 (the token was changed)"
         nonce = int(stamp["nonce"]) if str(stamp.get("nonce") or "").isdigit() else None
-        problem = check_token(bytes(stamp.get("token") or b""), data, roots, nonce)
+        problem = check_token(token, data, roots, nonce)
         return f"timestamp token: {problem}" if problem else None
