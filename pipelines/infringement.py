@@ -93,7 +93,7 @@ class InfringementPipeline:
 
     @staticmethod
     def _snapshot(item: dict, record: dict, source_text: str) -> dict:
-        """What the match rests on, as fetched: raw bytes, headers, final URL, text and the passages."""
+        """What the match rests on, as fetched: raw bytes, the HTTP exchange, final URL, text and the passages."""
         text = item["text"]
         passages = [{"suspect_span": list(sus), "source_span": list(src), "suspect_text": text[sus[0]:sus[1]],
                      "source_text": source_text[src[0]:src[1]]}
@@ -101,7 +101,8 @@ class InfringementPipeline:
         return {**{k: record.get(k) for k in ("suspect_url", "source_id", "source_title", "score", "methods",
                                                "suspect_spans", "source_spans")},
                 "raw": item.get("body") or b"", "headers": item.get("headers") or {}, "status": item.get("status"),
-                "fetched": item.get("fetched"), "final_url": item["url"], "text": text, "passages": passages}
+                "fetched": item.get("fetched"), "final_url": item["url"], "text": text, "passages": passages,
+                "exchange": item.get("exchange")}
 
     async def process_item(self, item: Any) -> Any:
         """Record matches of this page against the source library; the item always passes on."""
@@ -109,7 +110,7 @@ class InfringementPipeline:
         if not a.get("text") or self._library_empty():
             return item
         fields = {k: a.get(k) for k in ("url", "page_id", "site", "title", "fetched", "text", "body", "headers",
-                                        "status")}
+                                        "status", "exchange")}
         records = await run_blocking(self.crawler, self._matches, fields)
         if records:
             a["matches"] = [{"source_id": r["source_id"], "score": r["score"]} for r in records]

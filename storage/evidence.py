@@ -1,7 +1,8 @@
 """EvidenceStore: what a match rests on, frozen at match time, in a tamper-evident log (collection `evidence`).
 
 Each record keeps the raw response bytes (zlib), the response headers, the fetch time, the final URL,
-the extracted text, the matched passages and SHA-256 digests of the raw bytes and of the text. Records
+the whole HTTP exchange (redirects, every header as sent, server IP:port, certificate; `exchange`), the
+extracted text, the matched passages and SHA-256 digests of the raw bytes and of the text. Records
 form a hash chain, as in a transparency log: record n has `_id` n (0, 1, 2, ...), its `content_digest`
 is the SHA-256 of its canonical JSON (without the chain fields) and its `digest` is
 SHA-256(prev_digest || content_digest), prev_digest being record n-1's digest (64 zeros for record 0).
@@ -88,6 +89,8 @@ def check_record(rec: dict, prev_digest: str) -> str | None:
             return "raw bytes are corrupt"
     if sha256_hex(str(rec.get("text") or "").encode("utf-8")) != rec.get("text_sha256"):
         return "text does not match text_sha256"
+    if rec.get("exchange") and sha256_hex(canonical_json(rec["exchange"])) != rec.get("exchange_sha256"):
+        return "the HTTP exchange does not match exchange_sha256"
     if content_digest(rec) != rec.get("content_digest"):
         return "content differs from content_digest (the record was edited)"
     if rec.get("prev_digest") != prev_digest:
@@ -134,6 +137,7 @@ class EvidenceStore(Connection):
             raw = raw.encode("utf-8")
         text = str(snap.get("text") or "")
         packed = zlib.compress(bytes(raw), 6)
+        exchange = snap.get("exchange") or None
         return {
             "match_id": str(match_id), "suspect_url": snap.get("suspect_url"),
             "final_url": snap.get("final_url") or snap.get("suspect_url"),
@@ -147,6 +151,8 @@ class EvidenceStore(Connection):
             "suspect_spans": [list(s) for s in snap.get("suspect_spans") or []],
             "source_spans": [list(s) for s in snap.get("source_spans") or []],
             "passages": snap.get("passages") or [],
+            # redirects, every header as sent, server IP:port, certificate: its digest is in the record too
+            "exchange": exchange, "exchange_sha256": sha256_hex(canonical_json(exchange)) if exchange else None,
             "recorded": now(),
         }
 
