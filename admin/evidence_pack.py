@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from storage.evidence import canonical_json, raw_bytes
+from storage.evidence import BINARY_FIELDS, canonical_json, raw_bytes
 
 CHECK_PY = Path(__file__).with_name("pack_check.py")
 
@@ -31,6 +31,8 @@ README = """证据包 / Evidence pack — match {match_id}
   proof.json           从本记录到日志头部的哈希链
   timestamp/           RFC 3161 可信时间戳：STAMPED.bin（被签名的原始字节）、TOKEN.tsr（时间戳令牌，DER）、
                        tsa-certs.pem（时间戳机构证书）、ca.pem（验证所用的 CA 证书）、stamp.json
+  capture/             确认侵权时用无头 Chromium 渲染的整页截图（screenshot.png）与 PDF（page.pdf），
+                       及其证据记录、哈希链证明与时间戳（如有）
   manifest.json        本包内每个文件的 SHA-256
   check.py             离线校验脚本：python3 check.py [CA.pem]
 校验方法：
@@ -56,6 +58,8 @@ has not changed since.
   proof.json           the chain from this record to the log's head
   timestamp/           the RFC 3161 trusted timestamp: STAMPED.bin (the exact bytes signed), TOKEN.tsr (the
                        token, DER), tsa-certs.pem (the TSA's certificates), ca.pem (the CA used), stamp.json
+  capture/             the page as headless Chromium rendered it when the match was confirmed: full-page
+                       screenshot.png and page.pdf, with their record, chain proof and timestamp (if any)
   manifest.json        the SHA-256 of every file in this pack
   check.py             verifies everything offline: python3 check.py [CA.pem]
 How to verify:
@@ -71,11 +75,11 @@ How to verify:
 
 
 def record_json(rec: dict) -> dict:
-    """The record as the pack's JSON (raw bytes left out: they are raw.bin), in the form its digest covers."""
-    return json.loads(canonical_json({k: v for k, v in rec.items() if k != "raw"}))
+    """The record as the pack's JSON (bytes left out: they are files of their own), in the form its digest covers."""
+    return json.loads(canonical_json({k: v for k, v in rec.items() if k not in BINARY_FIELDS}))
 
 
-def stamp_files(store: Any, rec: dict, ca_path: str) -> dict[str, bytes]:
+def stamp_files(store: Any, rec: dict, ca_path: str, prefix: str = "") -> dict[str, bytes]:
     """timestamp/*: the earliest stamp covering the record, its certificates and the CA bundle (empty: none)."""
     stamp = store.stamp_covering(rec["_id"])
     if stamp is None:
@@ -87,14 +91,27 @@ def stamp_files(store: Any, rec: dict, ca_path: str) -> dict[str, bytes]:
     token = bytes(stamp["token"])
     certs = b"".join(x509.load_der_x509_certificate(c).public_bytes(Encoding.PEM)
                      for c in decode_timestamp_response(token).signed_data.certificates)
-    files = {"timestamp/STAMPED.bin": bytes(stamp["stamped"]), "timestamp/TOKEN.tsr": token,
-             "timestamp/tsa-certs.pem": certs,
-             "timestamp/stamp.json": json.dumps(json.loads(canonical_json(
+    files = {"STAMPED.bin": bytes(stamp["stamped"]), "TOKEN.tsr": token, "tsa-certs.pem": certs,
+             "stamp.json": json.dumps(json.loads(canonical_json(
                  {"seq": stamp["_id"], "digest": stamp["digest"], "gen_time": stamp.get("gen_time"),
                   "tsa": stamp.get("tsa"), "nonce": stamp.get("nonce"), "serial": stamp.get("serial"),
                   "token_sha256": stamp.get("token_sha256")})), indent=2).encode("utf-8")}
     if ca_path and Path(ca_path).is_file():
-        files["timestamp/ca.pem"] = Path(ca_path).read_bytes()
+        files["ca.pem"] = Path(ca_path).read_bytes()
+    return {f"{prefix}timestamp/{name}": data for name, data in files.items()}
+
+
+def capture_files(store: Any, match: dict, ca_path: str) -> dict[str, bytes]:
+    """capture/*: the rendered capture's screenshot, PDF, record, proof and timestamp (empty: no capture)."""
+    rec = store.capture_for(match)
+    if rec is None:
+        return {}
+    files = {"capture/record.json": _json(record_json(rec)),
+             "capture/proof.json": _json(store.evidence_proof(rec["_id"])),
+             **stamp_files(store, rec, ca_path, "capture/")}
+    for name, field in (("screenshot.png", "png"), ("page.pdf", "pdf")):
+        if rec.get(field) is not None:
+            files[f"capture/{name}"] = bytes(rec[field])
     return files
 
 
@@ -115,7 +132,8 @@ def pack_files(store: Any, match_id: str, ca_path: str = "") -> tuple[dict, dict
              "headers.json": _json(doc.get("headers") or {}), "passages.json": _json(doc.get("passages") or []),
              "record.json": _json(doc),
              "proof.json": _json({**proof, "written": datetime.now(timezone.utc).isoformat()}),
-             "check.py": CHECK_PY.read_bytes(), "README.txt": _readme(match_id, rec, stamps).encode("utf-8"), **stamps}
+             "check.py": CHECK_PY.read_bytes(), "README.txt": _readme(match_id, rec, stamps).encode("utf-8"), **stamps,
+             **capture_files(store, match, ca_path)}
     files["manifest.json"] = _json({"match_id": str(match_id), "record": rec["_id"], "files": {
         name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())}})
     return rec, files

@@ -3,7 +3,8 @@
 Checks every file against manifest.json, the record's digests (raw bytes, text, HTTP exchange, content),
 its place in the hash chain up to the timestamped head, that timestamp/STAMPED.bin names that head, and
 the RFC 3161 token with `openssl ts -verify` against CA.pem (default: timestamp/ca.pem; a court should use
-the TSA's CA certificate from the TSA itself). Prints one line per check; exit 0 only when all pass.
+the TSA's CA certificate from the TSA itself); the same for the rendered capture in capture/ (screenshot
+and PDF). Prints one line per check; exit 0 only when all pass.
 """
 import hashlib
 import json
@@ -41,16 +42,22 @@ def check_manifest(out):
     out.append(("no file outside the manifest" + (" (" + ", ".join(extra) + ")" if extra else ""), not extra))
 
 
-def check_record(rec, out):
-    """The record's own digests."""
-    out.append(("raw_sha256 (raw.bin)", sha((HERE / "raw.bin").read_bytes()) == rec["raw_sha256"]))
-    out.append(("text_sha256 (text.txt)", sha((HERE / "text.txt").read_bytes()) == rec["text_sha256"]))
-    if rec.get("exchange"):
-        exchange = json.loads((HERE / "exchange.json").read_text("utf-8"))
-        out.append(("exchange_sha256 (exchange.json)", sha(canonical(exchange)) == rec["exchange_sha256"]))
+def check_record(base, rec, out):
+    """The record's own digests (a snapshot's raw bytes, text and exchange; a capture's PNG and PDF)."""
+    label = "" if base == HERE else "capture "
+    if rec.get("kind") == "capture":
+        for name, field in (("screenshot.png", "png_sha256"), ("page.pdf", "pdf_sha256")):
+            if (base / name).is_file():
+                out.append((label + field + " (" + name + ")", sha((base / name).read_bytes()) == rec[field]))
+    else:
+        out.append(("raw_sha256 (raw.bin)", sha((base / "raw.bin").read_bytes()) == rec["raw_sha256"]))
+        out.append(("text_sha256 (text.txt)", sha((base / "text.txt").read_bytes()) == rec["text_sha256"]))
+        if rec.get("exchange"):
+            exchange = json.loads((base / "exchange.json").read_text("utf-8"))
+            out.append(("exchange_sha256 (exchange.json)", sha(canonical(exchange)) == rec["exchange_sha256"]))
     body = {k: v for k, v in rec.items() if k not in CHAIN_FIELDS}
-    out.append(("content_digest (record.json)", sha(canonical(body)) == rec["content_digest"]))
-    out.append(("digest (record.json)", chain(rec["prev_digest"], rec["content_digest"]) == rec["digest"]))
+    out.append((label + "content_digest (record.json)", sha(canonical(body)) == rec["content_digest"]))
+    out.append((label + "digest (record.json)", chain(rec["prev_digest"], rec["content_digest"]) == rec["digest"]))
 
 
 def walk(rec, later, stop_seq):
@@ -63,28 +70,30 @@ def walk(rec, later, stop_seq):
     return digest if seq == stop_seq else None
 
 
-def check_chain(rec, proof, stamp, out):
+def check_chain(base, rec, proof, stamp, out):
     """The record leads to the log's head, and to the timestamped head on the way."""
+    label = "" if base == HERE else "capture "
     later = proof["later_content_digests"]
-    out.append(("chain to the head", walk(rec, later, proof["head"]["seq"]) == proof["head"]["digest"]))
+    out.append((label + "chain to the head", walk(rec, later, proof["head"]["seq"]) == proof["head"]["digest"]))
     if stamp is not None:
-        out.append(("chain to the timestamped head (record %d)" % stamp["seq"],
+        out.append((label + "chain to the timestamped head (record %d)" % stamp["seq"],
                     walk(rec, later, stamp["seq"]) == stamp["digest"]))
 
 
-def check_stamp(stamp, ca, out):
+def check_stamp(base, stamp, ca, out):
     """STAMPED.bin names the stamped head; openssl verifies the token over it against the CA."""
-    stamped = (HERE / "timestamp" / "STAMPED.bin").read_bytes()
+    label = "" if base == HERE else "capture "
+    stamped = (base / "timestamp" / "STAMPED.bin").read_bytes()
     expected = "zhdedup evidence log head\nseq %d\ndigest %s\n" % (stamp["seq"], stamp["digest"])
-    out.append(("STAMPED.bin names the timestamped head", stamped == expected.encode("ascii")))
+    out.append((label + "STAMPED.bin names the timestamped head", stamped == expected.encode("ascii")))
     try:
-        run = subprocess.run(["openssl", "ts", "-verify", "-data", str(HERE / "timestamp" / "STAMPED.bin"),
-                              "-in", str(HERE / "timestamp" / "TOKEN.tsr"), "-CAfile", str(ca)],
+        run = subprocess.run(["openssl", "ts", "-verify", "-data", str(base / "timestamp" / "STAMPED.bin"),
+                              "-in", str(base / "timestamp" / "TOKEN.tsr"), "-CAfile", str(ca)],
                              capture_output=True, text=True, timeout=120)
         ok = run.returncode == 0 and "Verification: OK" in run.stdout
     except OSError:
         ok = False
-    out.append(("openssl ts -verify TOKEN.tsr (CA %s)" % ca, ok))
+    out.append((label + "openssl ts -verify TOKEN.tsr (CA %s)" % ca, ok))
 
 
 def load(name, out):
@@ -104,22 +113,31 @@ def guarded(name, check, out, *args):
         out.append((name + " (" + type(exc).__name__ + ": " + str(exc)[:80] + ")", False))
 
 
+def check_unit(base, ca, out):
+    """One record with its proof and timestamp: the snapshot (the pack's top) or the capture (capture/)."""
+    name = "" if base == HERE else "capture/"
+    rec, proof = load(name + "record.json", out), load(name + "proof.json", out)
+    stamp = load(name + "timestamp/stamp.json", out) if (base / "timestamp").is_dir() else None
+    if rec is not None:
+        guarded(name + "record digests", check_record, out, base, rec)
+        if proof is not None:
+            guarded(name + "chain", check_chain, out, base, rec, proof, stamp)
+    if stamp is not None:
+        guarded(name + "timestamp", check_stamp, out, base, stamp, ca or base / "timestamp" / "ca.pem")
+    return stamp is not None
+
+
 def main(argv):
     """Run every check, print them, exit 0 when all pass."""
     out = []
+    ca = Path(argv[1]) if len(argv) > 1 else None
     guarded("manifest.json", lambda o: check_manifest(o), out)
-    rec, proof = load("record.json", out), load("proof.json", out)
-    stamp = load("timestamp/stamp.json", out) if (HERE / "timestamp").is_dir() else None
-    if rec is not None:
-        guarded("record digests", check_record, out, rec)
-        if proof is not None:
-            guarded("chain", check_chain, out, rec, proof, stamp)
-    if stamp is not None:
-        ca = Path(argv[1]) if len(argv) > 1 else HERE / "timestamp" / "ca.pem"
-        guarded("timestamp", check_stamp, out, stamp, ca)
+    stamped = check_unit(HERE, ca, out)
+    if (HERE / "capture").is_dir():
+        check_unit(HERE / "capture", ca, out)
     for name, ok in out:
         print(("ok   " if ok else "FAIL ") + name)
-    if not (HERE / "timestamp").is_dir():
+    if not stamped:
         print("NOTE this record was not timestamped when the pack was written (no trusted time)")
     return 0 if out and all(ok for _, ok in out) else 1
 

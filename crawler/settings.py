@@ -134,6 +134,10 @@ ZHDEDUP_TSA_INTERVAL = float(os.environ.get("ZHDEDUP_TSA_INTERVAL", "0"))  # sec
                                 # 0: each new head at once (looked at every second)
 ZHDEDUP_TSA_TIMEOUT = float(os.environ.get("ZHDEDUP_TSA_TIMEOUT", "10"))   # seconds a TSA may take to answer
 ZHDEDUP_TSA_BACKOFF_MAX = 300   # retries after a failure wait 1, 2, 4 ... up to this many seconds
+# a confirmed match's page rendered by headless Chromium (full-page PNG + PDF) into the evidence log
+ZHDEDUP_CAPTURE = os.environ.get("ZHDEDUP_CAPTURE", "1") not in ("0", "false", "False", "")
+ZHDEDUP_CHROMIUM = os.environ.get("ZHDEDUP_CHROMIUM", "/usr/bin/chromium")
+ZHDEDUP_CAPTURE_TIMEOUT = float(os.environ.get("ZHDEDUP_CAPTURE_TIMEOUT", "30"))  # seconds to load and render
 
 # --- Runtime ------------------------------------------------------------------------------------
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

@@ -33,6 +33,8 @@ HEAD_ID = "head"
 CHAIN_FIELDS = ("_id", "prev_digest", "content_digest", "digest")
 APPEND_ATTEMPTS = 1000
 RAW_MAX = 16 * 1024 * 1024   # compressed raw bodies above this are kept as their digest only
+CAPTURE_MAX = 6 * 1024 * 1024  # a screenshot or PDF above this is kept as its digest only (16 MB per document)
+BINARY_FIELDS = ("raw", "png", "pdf")  # bytes a record covers by their SHA-256 fields, not in its content digest
 
 
 def sha256_hex(data: bytes) -> str:
@@ -53,8 +55,8 @@ def canonical_json(value: Any) -> bytes:
 
 
 def content_digest(record: dict) -> str:
-    """SHA-256 of a record's content: every field except the chain fields, raw bytes by their digest."""
-    body = {k: v for k, v in record.items() if k not in CHAIN_FIELDS and k != "raw"}
+    """SHA-256 of a record's content: every field except the chain fields, bytes by their digests."""
+    body = {k: v for k, v in record.items() if k not in CHAIN_FIELDS and k not in BINARY_FIELDS}
     return sha256_hex(canonical_json(body))
 
 
@@ -80,6 +82,29 @@ class VerifyResult:
 
 def check_record(rec: dict, prev_digest: str) -> str | None:
     """What is wrong with one record given the previous digest (None when it is intact)."""
+    problem = check_capture(rec) if rec.get("kind") == "capture" else check_snapshot(rec)
+    if problem:
+        return problem
+    if content_digest(rec) != rec.get("content_digest"):
+        return "content differs from content_digest (the record was edited)"
+    if rec.get("prev_digest") != prev_digest:
+        return "prev_digest does not link to the previous record (a record was changed or removed)"
+    if chain_digest(prev_digest, rec["content_digest"]) != rec.get("digest"):
+        return "digest does not cover prev_digest and content_digest"
+    return None
+
+
+def check_capture(rec: dict) -> str | None:
+    """What is wrong with a rendered capture's bytes (None: the screenshot and PDF match their digests)."""
+    for name, what in (("png", "screenshot (PNG)"), ("pdf", "PDF")):
+        data = rec.get(name)
+        if data is not None and sha256_hex(bytes(data)) != rec.get(f"{name}_sha256"):
+            return f"the capture's {what} does not match {name}_sha256"
+    return None
+
+
+def check_snapshot(rec: dict) -> str | None:
+    """What is wrong with a snapshot's raw bytes, text or exchange (None: they match their digests)."""
     raw = rec.get("raw")
     if raw is not None:
         try:
@@ -91,12 +116,6 @@ def check_record(rec: dict, prev_digest: str) -> str | None:
         return "text does not match text_sha256"
     if rec.get("exchange") and sha256_hex(canonical_json(rec["exchange"])) != rec.get("exchange_sha256"):
         return "the HTTP exchange does not match exchange_sha256"
-    if content_digest(rec) != rec.get("content_digest"):
-        return "content differs from content_digest (the record was edited)"
-    if rec.get("prev_digest") != prev_digest:
-        return "prev_digest does not link to the previous record (a record was changed or removed)"
-    if chain_digest(prev_digest, rec["content_digest"]) != rec.get("digest"):
-        return "digest does not cover prev_digest and content_digest"
     return None
 
 
@@ -129,6 +148,25 @@ class EvidenceStore(Connection):
         self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)},
                     {"$set": {"evidence_seq": seq, "evidence_digest": record["digest"]}})
         return seq
+
+    def add_capture(self, match_id: str, capture: dict) -> int:
+        """Chain a rendered capture (full-page PNG, PDF) of a match's page; the match gets `capture_seq`."""
+        record = {"kind": "capture", "match_id": str(match_id), "url": capture.get("url"),
+                  "final_url": capture.get("final_url"), "title": capture.get("title"),
+                  "captured": utc(capture["captured"]), "browser": capture.get("browser"), "recorded": now()}
+        for name in ("png", "pdf"):
+            data = bytes(capture.get(name) or b"")
+            record.update({name: Binary(data) if len(data) <= CAPTURE_MAX else None, f"{name}_len": len(data),
+                           f"{name}_sha256": sha256_hex(data)})
+        seq = self._retry("mongo", self._append, record)
+        self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)},
+                    {"$set": {"capture_seq": seq, "capture_digest": record["digest"]}})
+        return seq
+
+    def capture_for(self, match: dict) -> dict | None:
+        """The newest rendered capture of a match, or None."""
+        seq = match.get("capture_seq")
+        return self.get_evidence(seq) if isinstance(seq, int) else None
 
     @staticmethod
     def _evidence_record(match_id: str, snap: dict) -> dict:
