@@ -18,6 +18,7 @@ from storage.schema import to_oid
 from storage.timestamping import load_roots
 from tests.admin.conftest import csrf_from
 from tests.admin.test_evidence_pack import matches_with_evidence
+from tests.admin.test_browser import browser_page, live_url  # noqa: F401
 from tests.tsa_fixture import tsa, tsa_pki  # noqa: F401
 
 CHROMIUM = "/usr/bin/chromium"
@@ -99,3 +100,25 @@ def test_without_chromium_capture_is_off_and_says_why(client, store, monkeypatch
     assert "No rendered capture: no Chromium at /nonexistent/chromium" in html
     assert store.get_match(mid)["status"] == "confirmed" and store.verify_evidence().ok
     assert "no rendered capture" in html and client.get(f"/matches/{mid}/capture.png").status_code == 404
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium")
+def test_screenshot_shows_on_the_match_page_in_chromium(live_url, browser_page, store, reviewer, pirate_url):
+    from admin.capture import capture_match
+    from tests.admin.test_browser import ARTIFACTS, log_in
+
+    mid = matches_with_evidence(store, 1)[0]
+    store.matches.update_one({"_id": to_oid(mid)}, {"$set": {"suspect_url": pirate_url}})
+    done: list[int] = []   # Playwright's sync API runs one instance per thread: the capture gets its own
+    worker = threading.Thread(target=lambda: done.append(capture_match(store, store.get_match(mid))))
+    worker.start()
+    worker.join(120)
+    assert done == [1]
+    page = browser_page
+    log_in(page, live_url, f"/matches/{mid}")
+    img = page.locator("img#capture-png")
+    img.wait_for(state="visible")
+    page.wait_for_function("document.querySelector('img#capture-png').complete")
+    assert page.evaluate("document.querySelector('img#capture-png').naturalWidth") >= 1000
+    page.screenshot(path=str(ARTIFACTS / "match-capture.png"), full_page=True)
