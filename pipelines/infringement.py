@@ -85,11 +85,23 @@ class InfringementPipeline:
                 continue
             snapshot = self._snapshot(item, record, source_texts.get(record["source_id"], ""))
             try:
-                self.store.add_evidence(match_id, snapshot)
+                flag = self._reappeared(match_id, item, record)
+                self.store.add_evidence(match_id, {**snapshot, "reappeared": flag}, fresh=flag is not None)
             except StorageUnavailable as exc:
                 logger.warning("no evidence snapshot for match %s of %s: %s", match_id, item["url"], exc)
                 self.crawler.stats.inc_value(stats.EVIDENCE_MISSING)
         return records
+
+    def _reappeared(self, match_id: str, item: dict, record: dict) -> dict | None:
+        """A noticed copy back after its takedown, or on a new URL of the site: flagged and linked to the notice
+        (and snapshotted again, the flag in the record)."""
+        flag = self.store.flag_reappearance(match_id, item["url"], item.get("site"), record["source_id"])
+        if flag is not None:
+            self.crawler.stats.inc_value(stats.MATCHES_REAPPEARED)
+            logger.warning("REAPPEARED %s copies source %s again (%s; notice %s)", item["url"], record["source_id"],
+                           "back after its takedown" if flag["kind"] == "same_url" else
+                           f"on a new URL, earlier {flag['earlier_url']}", ", ".join(map(str, flag["notice_ids"])))
+        return flag
 
     @staticmethod
     def _snapshot(item: dict, record: dict, source_text: str) -> dict:

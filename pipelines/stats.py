@@ -18,6 +18,7 @@ MATCHED = f"{PREFIX}/matched"                      # pages with at least one mat
 MATCHES = f"{PREFIX}/matches"                      # match records
 MATCHES_LICENSED = f"{PREFIX}/matches_licensed"    # matches of a source licensed to the page's site
 EVIDENCE_MISSING = f"{PREFIX}/evidence_missing"    # matches whose evidence snapshot could not be written
+MATCHES_REAPPEARED = f"{PREFIX}/matches_reappeared"  # a noticed copy back after a takedown, or on a new URL
 EVIDENCE_STAMPS = f"{PREFIX}/evidence/stamps"      # RFC 3161 tokens taken over the evidence chain's head
 EVIDENCE_STAMP_FAILURES = f"{PREFIX}/evidence/stamp_failures"  # TSA down, slow or wrong (retried with backoff)
 REPLACED_ORIGINAL = f"{PREFIX}/replaced_original"  # a copy published earlier took its original's place

@@ -136,13 +136,14 @@ class EvidenceStore(Connection):
         super().ensure_indexes()
         self.evidence.create_index("match_id")
 
-    def add_evidence(self, match_id: str, snapshot: dict) -> int:
+    def add_evidence(self, match_id: str, snapshot: dict, fresh: bool = False) -> int:
         """Freeze what a match rests on and chain it to the log; returns its seq. The match gets `evidence_seq`
-        (a re-crawl that fetched the same bytes and matched the same way keeps the earlier snapshot)."""
+        (a re-crawl that fetched the same bytes and matched the same way keeps the earlier snapshot, unless
+        `fresh`: a page back after its takedown is recorded again, to prove it is up now)."""
         record = self._evidence_record(match_id, snapshot)
         held = self._retry("mongo", self.matches.find_one, {"_id": to_oid(match_id)}, {"evidence_seq": 1})
         last = self.get_evidence(held["evidence_seq"]) if isinstance((held or {}).get("evidence_seq"), int) else None
-        if last and all(last.get(k) == record[k] for k in ("raw_sha256", "text_sha256", "suspect_spans", "source_spans")):
+        if last and not fresh and all(last.get(k) == record[k] for k in ("raw_sha256", "text_sha256", "suspect_spans", "source_spans")):
             return int(last["_id"])  # the same page matched the same way again: its snapshot stands
         seq = self._retry("mongo", self._append, record)
         self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)},
@@ -191,6 +192,7 @@ class EvidenceStore(Connection):
             "passages": snap.get("passages") or [],
             # redirects, every header as sent, server IP:port, certificate: its digest is in the record too
             "exchange": exchange, "exchange_sha256": sha256_hex(canonical_json(exchange)) if exchange else None,
+            **({"reappeared": snap["reappeared"]} if snap.get("reappeared") else {}),
             "recorded": now(),
         }
 
