@@ -82,6 +82,7 @@ class LoopbackTSA:
         self.mode = "ok"
         self.release = threading.Event()
         self.served = 0
+        self.stamped = threading.Event()   # set once a token was handed out
         self.server: ThreadingHTTPServer | None = None
         self.port = 0
         self._lock = threading.Lock()
@@ -124,6 +125,8 @@ class LoopbackTSA:
                     tsa.release.wait(60)
                 out = b"\x30\x03garbage" if tsa.mode == "garbage" else tsa.reply(body)
                 tsa.served += 1
+                if tsa.mode == "ok":
+                    tsa.stamped.set()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/timestamp-reply")
                 self.send_header("Content-Length", str(len(out)))

@@ -1,7 +1,7 @@
-"""End-to-end evidence with a real TSA on loopback: `scrapy crawl` finds pirate chapters while the TSA is
-stopped (nothing lost, the chain goes on, the crawl says so), then a crawl with the TSA back catches the
-stamps up; every token verifies with plain `openssl ts -verify`, and `python -m admin evidence verify`
-and the exported packs' check.py agree."""
+"""End-to-end evidence with a real TSA on loopback: `scrapy crawl` finds pirate chapters and the TSA is
+stopped mid-crawl, after its first token and before the last chapter is served (nothing lost, the chain
+goes on, the crawl says so); a crawl with the TSA back catches the stamps up. Every token verifies with
+plain `openssl ts -verify`, and `python -m admin evidence verify` and the exported packs' check.py agree."""
 from __future__ import annotations
 
 import os
@@ -35,8 +35,20 @@ def crawled(module_store, sites, tsa_pki):
     for n, (title, paragraphs) in enumerate(BOOK["chapters"][:3], start=1):
         SourceLibrary(store).register(f"dengta-{n}", title, "\n".join(paragraphs))
     tsa_settings = {"ZHDEDUP_TSA_URL": tsa.url, "ZHDEDUP_TSA_CA": str(tsa.ca)}
-    tsa.stop()
-    down = crawl("fiction", settings=tsa_settings, toc=sites.base("p") + "/read/9/")
+    last = sites.servers["p"].site["/read/9/103.html"]
+    served = last.body
+
+    def stop_tsa_then_serve() -> bytes:
+        """The last chapter waits for the TSA's first token, then the TSA goes down, then it is served."""
+        tsa.stamped.wait(120)
+        tsa.stop()
+        return served
+
+    last.body = stop_tsa_then_serve
+    try:
+        down = crawl("fiction", settings=tsa_settings, toc=sites.base("p") + "/read/9/")
+    finally:
+        last.body = served
     status_down = store.stamp_status()
     tsa.start()
     back = crawl("fiction", settings=tsa_settings, toc=sites.base("z") + "/book/1/")
@@ -56,7 +68,9 @@ def test_tsa_down_loses_no_page_and_no_evidence(crawled, sites):
     assert len(pirate) == 3 and all(isinstance(m.get("evidence_seq"), int) for m in pirate)
     assert down.counts.get("evidence_missing", 0) == 0 and down.counts["evidence/stamp_failures"] >= 1
     assert "evidence head left unstamped at close" in down.log
-    assert status_down.stamped_to is None and status_down.records >= 3 and status_down.unstamped_since
+    assert down.counts["evidence/stamps"] >= 1                 # stamped while the TSA was up ...
+    assert status_down.stamped_to is not None and not status_down.all_stamped   # ... not after it stopped
+    assert status_down.records == 3 and status_down.unstamped_since and "did not answer" in status_down.last_error
 
 
 def test_stamps_catch_up_and_verify_with_plain_openssl(crawled, tmp_path):
