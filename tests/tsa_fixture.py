@@ -74,7 +74,8 @@ def make_pki(where: Path, cn: str = "Test TSA") -> Path:
 
 
 class LoopbackTSA:
-    """`openssl ts -reply` on 127.0.0.1; `mode` is "ok", "garbage", "other" (stamps other data) or "slow"."""
+    """`openssl ts -reply` on 127.0.0.1; `mode` is "ok", "garbage", "other" (stamps other data), "replay" (the
+    last reply again, whatever was asked) or "slow" (answers once `release` is set)."""
 
     def __init__(self, pki_dir: Path) -> None:
         self.pki = pki_dir
@@ -83,6 +84,7 @@ class LoopbackTSA:
         self.release = threading.Event()
         self.served = 0
         self.stamped = threading.Event()   # set once a token was handed out
+        self.last_reply = b""
         self.server: ThreadingHTTPServer | None = None
         self.port = 0
         self._lock = threading.Lock()
@@ -123,7 +125,11 @@ class LoopbackTSA:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if tsa.mode == "slow":
                     tsa.release.wait(60)
-                out = b"\x30\x03garbage" if tsa.mode == "garbage" else tsa.reply(body)
+                if tsa.mode == "replay":
+                    out = tsa.last_reply
+                else:
+                    out = b"\x30\x03garbage" if tsa.mode == "garbage" else tsa.reply(body)
+                    tsa.last_reply = out
                 tsa.served += 1
                 if tsa.mode == "ok":
                     tsa.stamped.set()

@@ -64,6 +64,14 @@ def test_tsa_down_slow_garbage_or_other_data_loses_nothing(store, tsa):
     assert status.stamped_to == 2 and status.unstamped_since is None and status.last_error is None
 
 
+def test_replayed_token_is_refused_for_its_nonce(tsa):
+    c = client(tsa)
+    c.stamp(b"head 7")
+    tsa.mode = "replay"              # the same bytes, the same TSA, the earlier answer: a replay
+    with pytest.raises(TokenRefused, match="nonce"):
+        c.stamp(b"head 7")
+
+
 def test_token_from_an_unknown_ca_is_refused(store, tsa, tmp_path):
     fill(store, 1)
     make_pki(tmp_path / "other", cn="Other TSA")
@@ -98,10 +106,10 @@ def test_client_off_without_url_or_ca(tmp_path):
         make_client_or_none("http://127.0.0.1:1/tsa", "", 10)
 
 
-def admin_cli(store_config, tmp_path, ca, *args: str) -> subprocess.CompletedProcess:
+def admin_cli(store_config, tmp_path, ca, *args: str, url: str = "") -> subprocess.CompletedProcess:
     env = {**os.environ, "MONGO_URI": store_config.mongo_uri, "REDIS_URL": store_config.redis_url,
            "ZHDEDUP_DB": store_config.db_name, "ZHDEDUP_PREFIX": store_config.key_prefix,
-           "ZHDEDUP_VAR": str(tmp_path / "var"), "ZHDEDUP_TSA_CA": str(ca)}
+           "ZHDEDUP_VAR": str(tmp_path / "var"), "ZHDEDUP_TSA_CA": str(ca), "ZHDEDUP_TSA_URL": url}
     return subprocess.run([sys.executable, "-m", "admin", *args], capture_output=True, text=True, cwd=ROOT,
                           env=env, timeout=120)
 
@@ -119,3 +127,17 @@ def test_cli_verify_reports_stamps_and_names_a_changed_token(store, store_config
     r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "verify")
     assert r.returncode == 1 and "timestamp of record 1" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cli_status_and_stamp_catch_up_after_the_tsa_returns(store, store_config, tsa, tmp_path):
+    fill(store, 2)
+    tsa.stop()
+    r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "stamp", url=tsa.url)
+    assert r.returncode == 2 and r.stderr.startswith("error: TSA") and len(r.stderr.strip().splitlines()) == 1
+    r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "status")
+    assert r.returncode == 0 and "evidence records 0..1 not timestamped since" in r.stdout and "did not answer" in r.stdout
+    tsa.start()
+    r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "stamp", url=tsa.url)
+    assert r.returncode == 0 and "timestamped record 1" in r.stdout, r.stderr
+    r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "status")
+    assert "every evidence record timestamped" in r.stdout
