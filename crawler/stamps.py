@@ -90,7 +90,8 @@ class EvidenceStamper:
     def _failed(self, failure: Any) -> None:
         """No token: say so once per outage, retry with backoff; the chain is untouched."""
         if not failure.check(TimestampError, StorageError):
-            failure.raiseException()
+            logger.error("evidence stamping failed unexpectedly (retrying with backoff)",
+                         exc_info=(failure.type, failure.value, failure.getTracebackObject()))
         self.crawler.stats.inc_value(STAMP_FAILURES)
         self.backoff = min(self.backoff_max, max(1.0, self.backoff * 2))
         self.next_try = reactor.seconds() + self.backoff
