@@ -101,8 +101,10 @@ def _request_of(request: Any) -> dict | None:
 
 def _certificate(cert: Any) -> dict:
     """The server certificate Scrapy kept (the leaf; Twisted does not hand on the chain): SHA-256 of its DER."""
+    from cryptography import x509
     from OpenSSL.crypto import FILETYPE_ASN1
 
     der = cert.dump(FILETYPE_ASN1)
-    return {"sha256": hashlib.sha256(der).hexdigest(), "subject": str(cert.getSubject()),
-            "issuer": str(cert.getIssuer()), "der_b64": base64.b64encode(der).decode("ascii")}
+    parsed = x509.load_der_x509_certificate(der)
+    return {"sha256": hashlib.sha256(der).hexdigest(), "subject": parsed.subject.rfc4514_string(),
+            "issuer": parsed.issuer.rfc4514_string(), "der_b64": base64.b64encode(der).decode("ascii")}
