@@ -132,6 +132,13 @@ def capture_after_confirm(m: dict) -> None:
         flash(f"Page rendered and chained as evidence record #{seq}.", "ok")
 
 
+@bp.route("/<match_id>/capture", methods=["POST"])
+def capture_now(match_id: str) -> Any:
+    """Render the page again now (a reappeared copy, or a capture that failed at confirmation)."""
+    capture_after_confirm(load_match(match_id))
+    return redirect(url_for("matches.detail", match_id=match_id))
+
+
 @bp.route("/<match_id>/evidence.zip")
 def evidence_pack(match_id: str) -> Any:
     """The match's evidence pack: raw bytes, text, passages, digests, chain proof and how to check them."""

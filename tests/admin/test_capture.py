@@ -84,6 +84,9 @@ def test_confirm_renders_chains_stamps_shows_and_packs(client, store, tsa, pirat
     shot.write_bytes(shot.read_bytes()[:-1] + b"\x00")
     bad = subprocess.run(check, cwd=tmp_path / "pack", capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "FAIL file capture/screenshot.png" in bad.stdout
+    token = csrf_from(client.get(f"/matches/{mid}").get_data(as_text=True))      # render again on demand
+    again = client.post(f"/matches/{mid}/capture", data={"csrf_token": token}, follow_redirects=True)
+    assert "chained as evidence record #2" in again.get_data(as_text=True) and store.get_match(mid)["capture_seq"] == 2
     data = bytearray(store.get_evidence(1)["png"])
     data[len(data) // 2] ^= 0x01
     store.evidence.update_one({"_id": 1}, {"$set": {"png": Binary(bytes(data))}})
