@@ -1,4 +1,4 @@
-"""`python -m admin evidence verify|status|stamp|export`: check the evidence log's hash chain and timestamps,
+"""`python -m admin evidence verify|status|stamp|export|export-notice`: check the evidence log's hash chain and timestamps,
 stamp its head, write one match's evidence pack (admin/evidence_pack.py)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from admin.evidence_pack import tsa_settings, write_pack  # noqa: F401 - admin.matches imports write_pack here
+from admin.evidence_pack import tsa_settings, write_notice_pack, write_pack  # noqa: F401 - admin.matches imports write_pack
 from storage.stamps import fmt_time
 
 
@@ -61,6 +61,10 @@ def _export(store: Any, args: argparse.Namespace) -> int:
         print(f"error: directory {out.parent} does not exist", file=sys.stderr)
         return 2
     try:
+        if args.evidence_cmd == "export-notice":
+            notice = write_notice_pack(store, args.notice_id, out)
+            print(f"wrote {out}: notice {args.notice_id}, {len(notice['items'])} URLs")
+            return 0
         rec = write_pack(store, args.match_id, out)
     except LookupError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
@@ -70,7 +74,7 @@ def _export(store: Any, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`evidence verify | status | stamp | export MATCH_ID OUT.zip`."""
+    """`evidence verify | status | stamp | export MATCH_ID OUT.zip | export-notice NOTICE_ID OUT.zip`."""
     from admin.cli import open_default_store
 
     store = open_default_store()
@@ -85,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    """Register `evidence verify | status | stamp | export` under the admin CLI."""
+    """Register `evidence verify | status | stamp | export | export-notice` under the admin CLI."""
     e = sub.add_parser("evidence", help="check the evidence log and its timestamps; export a match's evidence pack")
     esub = e.add_subparsers(dest="evidence_cmd", required=True)
     esub.add_parser("verify", help="recompute every record's digests and the hash chain; check every timestamp")
@@ -95,4 +99,7 @@ def add_parser(sub: Any) -> None:
                                           "manifest, README, check.py")
     ex.add_argument("match_id")
     ex.add_argument("out", metavar="OUT.zip")
+    en = esub.add_parser("export-notice", help="write a zip: the notice and the evidence pack of every URL it lists")
+    en.add_argument("notice_id")
+    en.add_argument("out", metavar="OUT.zip")
     e.set_defaults(func=run)

@@ -170,3 +170,53 @@ def write_pack(store: Any, match_id: str, out: Path | BinaryIO, ca_path: str | N
         for name, data in files.items():
             zf.writestr(name, data)
     return rec
+
+
+NOTICE_README = """通知证据包 / Evidence pack of notice {notice_id} ({site})
+==========================================================
+
+notice.md 是通知正文；每个 match-<ID>/ 目录是通知所列一个网址的完整证据包（见其中的 README.txt）。
+校验：python3 check.py [CA.pem]  逐个运行各目录中的 check.py，全部通过才显示 ok。
+
+notice.md is the notice as sent; each match-<ID>/ folder is the full evidence pack of one URL the
+notice lists (see its README.txt). Verify: python3 check.py [CA.pem] runs every folder's check.py and
+says ok only when all pass.
+"""
+
+NOTICE_CHECK_PY = '''"""Run every match folder's check.py of this notice pack: python3 check.py [CA.pem]."""
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+failed = 0
+for folder in sorted(p for p in HERE.iterdir() if p.is_dir() and p.name.startswith("match-")):
+    run = subprocess.run([sys.executable, str(folder / "check.py"), *sys.argv[1:]], capture_output=True, text=True)
+    print(("ok   " if run.returncode == 0 else "FAIL ") + folder.name)
+    if run.returncode != 0:
+        failed += 1
+        print("     " + "\\n     ".join(l for l in run.stdout.splitlines() if l.startswith("FAIL")))
+sys.exit(1 if failed else 0)
+'''
+
+
+def write_notice_pack(store: Any, notice_id: str, out: Path | BinaryIO, ca_path: str | None = None) -> dict:
+    """One zip for a notice: its text and the evidence pack of every match it lists (those with a snapshot)."""
+    from admin.notices import render_notice
+
+    notice = store.get_notice(notice_id)
+    if not notice:
+        raise LookupError(f"no notice with id {notice_id!r}")
+    ca = tsa_settings()["ca"] if ca_path is None else ca_path
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("notice.md", render_notice(notice, "md"))
+        zf.writestr("README.txt", NOTICE_README.format(notice_id=notice_id, site=notice.get("site")))
+        zf.writestr("check.py", NOTICE_CHECK_PY)
+        for item in notice["items"]:
+            try:
+                _, files = pack_files(store, str(item["match_id"]), ca)
+            except LookupError:
+                continue   # a match made before evidence was kept: the notice names it, no pack
+            for name, data in files.items():
+                zf.writestr(f"match-{item['match_id']}/{name}", data)
+    return notice

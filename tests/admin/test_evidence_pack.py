@@ -11,7 +11,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from admin.evidence_pack import write_pack
+from storage.schema import to_oid
 from storage.timestamping import TSAClient, load_roots
+from tests.admin.test_cli import cli_env  # noqa: F401
 from tests.tsa_fixture import openssl_verify, tsa, tsa_pki  # noqa: F401
 
 RAW = "<html><head><meta charset=gbk><title>第二回</title></head><body><p>滚滚长江东逝水</p></body></html>"
@@ -81,3 +83,30 @@ def test_pack_of_an_unstamped_record_says_so(store, tmp_path):
         zf.extractall(tmp_path / "pack")
     out = check(tmp_path / "pack")
     assert out.returncode == 0 and "not timestamped" in out.stdout, out.stdout
+
+
+def test_notice_pack_holds_every_match_pack_and_checks_them_all(store, tsa, cli_env, tmp_path):
+    from admin.cli import main
+    from admin.notices import build_notice
+
+    ids = matches_with_evidence(store, 2)
+    for mid in ids:
+        store.matches.update_one({"_id": to_oid(mid)}, {"$set": {"site": "p.example"}})
+        store.review_match(mid, "confirm", "tester")
+    store.stamp_head(TSAClient(tsa.url, load_roots(tsa.ca), 30))
+    notice, _ = build_notice(store, "p.example")
+    out = tmp_path / "notice.zip"
+    assert main(["evidence", "export-notice", notice["_id"], str(out)]) == 0
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+        assert "notice.md" in names and {f"match-{mid}/timestamp/TOKEN.tsr" for mid in ids} <= set(names)
+        zf.extractall(tmp_path / "n")
+    ca = str(tsa.ca)
+    ok = subprocess.run([sys.executable, "check.py", ca], cwd=tmp_path / "n", capture_output=True, text=True,
+                        timeout=300)
+    assert ok.returncode == 0 and ok.stdout.count("ok   match-") == 2, ok.stdout
+    raw = tmp_path / "n" / f"match-{ids[1]}" / "raw.bin"
+    raw.write_bytes(raw.read_bytes() + b" ")
+    bad = subprocess.run([sys.executable, "check.py", ca], cwd=tmp_path / "n", capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode == 1 and f"FAIL match-{ids[1]}" in bad.stdout and "FAIL file raw.bin" in bad.stdout
