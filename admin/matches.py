@@ -108,7 +108,7 @@ def evidence_extras(match: dict, view: dict) -> dict[str, Any]:
     """The detail page's timestamp line and rendered capture (issue 26): what proves the snapshot's time."""
     store = get_store()
     stamp = store.stamp_covering(view["evidence"]["_id"]) if view.get("evidence") else None
-    return {"stamp": stamp, "stamp_status": store.stamp_status().summary(), "capture": store.capture_for(match)}
+    return {"stamp": stamp, "stamp_status": store.stamp_status().summary(), "capture": store.capture_facts(match)}
 
 
 @bp.route("/<match_id>/capture.<kind>")

@@ -169,6 +169,18 @@ class EvidenceStore(Connection):
         seq = match.get("capture_seq")
         return self.get_evidence(seq) if isinstance(seq, int) else None
 
+    def capture_facts(self, match: dict) -> dict | None:
+        """The newest capture's record without its bytes (pages show it), with has_png / has_pdf; or None."""
+        seq = match.get("capture_seq")
+        if not isinstance(seq, int):
+            return None
+        rec = self._retry("mongo", self.evidence.find_one, {"_id": seq}, {"png": 0, "pdf": 0})
+        if rec is not None:
+            for name in ("png", "pdf"):
+                rec[f"has_{name}"] = self._retry("mongo", self.evidence.count_documents,
+                                                 {"_id": seq, name: {"$ne": None}}) == 1
+        return rec
+
     @staticmethod
     def _evidence_record(match_id: str, snap: dict) -> dict:
         raw = snap.get("raw") or b""

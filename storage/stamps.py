@@ -130,7 +130,7 @@ class StampStore(EvidenceStore):
         """Fill in the recorded time of the first record no stamp covers."""
         first = -1 if report.stamped_to is None else report.stamped_to
         if first + 1 < report.records:
-            rec = self.get_evidence(first + 1)
+            rec = self._retry("mongo", self.evidence.find_one, {"_id": first + 1}, {"recorded": 1})
             report.unstamped_since = (rec or {}).get("recorded")
 
     def verify_evidence(self, roots: list | None = None) -> VerifyResult:
