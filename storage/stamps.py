@@ -17,8 +17,8 @@ from bson.binary import Binary
 from pymongo.errors import DuplicateKeyError
 
 from .evidence import EvidenceStore, VerifyResult, sha256_hex
-from .schema import now
-from .timestamping import TimestampError, TSAClient, check_token, parse_stamped, stamped_bytes
+from .schema import now, utc
+from .timestamping import TimestampError, TSAClient, check_token, parse_stamped, stamped_bytes, token_info
 
 STATE_ID = "state"
 
@@ -165,5 +165,22 @@ class StampStore(EvidenceStore):
         if sha256_hex(token) != stamp.get("token_sha256"):
             return "timestamp token: its bytes differ from its recorded SHA-256 (the token was changed)"
         nonce = int(stamp["nonce"]) if str(stamp.get("nonce") or "").isdigit() else None
-        problem = check_token(token, data, roots, nonce)
+        problem = check_token(token, data, roots, nonce) or _facts_problem(stamp, token)
         return f"timestamp token: {problem}" if problem else None
+
+
+def _facts_problem(stamp: dict, token: bytes) -> str | None:
+    """The TSA time and serial shown from the stamp must be the token's own."""
+    info = token_info(token)
+    stored = stamp.get("gen_time")
+    if not isinstance(stored, datetime) or _to_ms(stored) != _to_ms(info.gen_time):
+        return "the stored TSA time differs from the token's"
+    if str(stamp.get("serial")) != str(info.serial_number):
+        return "the stored serial differs from the token's"
+    return None
+
+
+def _to_ms(t: datetime) -> datetime:
+    """UTC, cut to the millisecond MongoDB keeps."""
+    t = utc(t)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000)

@@ -16,6 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from rfc3161_client import (HashAlgorithm, PKIStatus, TimestampRequestBuilder, VerifierBuilder,
@@ -95,6 +96,11 @@ def check_token(der: bytes, data: bytes, roots: list[x509.Certificate] | None, n
         except Exception as exc:  # noqa: BLE001 - a corrupt token makes the parsers raise many kinds
             return f"the token's signature or certificate chain does not verify ({exc})"
     return None
+
+
+def token_info(der: bytes) -> Any:
+    """The signed facts of a token that verified (TSTInfo: gen_time, serial_number, nonce, imprint)."""
+    return decode_timestamp_response(der).tst_info
 
 
 class TSAClient:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -79,9 +80,9 @@ def test_token_from_an_unknown_ca_is_refused(store, tsa, tmp_path):
         store.stamp_head(TSAClient(tsa.url, load_roots(tmp_path / "other" / "ca.pem"), 30.0))
 
 
-# a token's DER header, its certificate bag (outside the TSA's signature) and its signature
+# a token's DER header, its certificate bag (outside the TSA's signature) and its signature; the time shown
 @pytest.mark.parametrize(("target", "where"), [("record", 0.5), ("stamped", 0.5), ("token", 0.02), ("token", 0.5),
-                                               ("token", 0.98)])
+                                               ("token", 0.98), ("gen_time", 0)])
 def test_one_changed_byte_fails_verify_naming_it(store, tsa, target, where):
     fill(store, 2)
     store.stamp_head(client(tsa))
@@ -90,6 +91,9 @@ def test_one_changed_byte_fails_verify_naming_it(store, tsa, target, where):
     if target == "record":
         rec = store.get_evidence(1)
         store.db.evidence.update_one({"_id": 1}, {"$set": {"text": rec["text"][:-1] + "X"}})
+    elif target == "gen_time":
+        stamp = store.evidence_stamps.find_one({"_id": 1})
+        store.evidence_stamps.update_one({"_id": 1}, {"$set": {"gen_time": stamp["gen_time"] - timedelta(days=1)}})
     else:
         data = bytearray(store.evidence_stamps.find_one({"_id": 1})[target])
         data[int(len(data) * where)] ^= 0x01
@@ -97,7 +101,8 @@ def test_one_changed_byte_fails_verify_naming_it(store, tsa, target, where):
     res = store.verify_evidence(roots)
     assert not res.ok
     said = res.problem if target == "record" else res.stamps.problem
-    assert {"record": "text", "stamped": "stamped bytes", "token": "timestamp token"}[target] in said
+    assert {"record": "text", "stamped": "stamped bytes", "token": "timestamp token",
+            "gen_time": "stored TSA time"}[target] in said
 
 
 def test_client_off_without_url_or_ca(tmp_path):
