@@ -25,6 +25,7 @@ README = """证据包 / Evidence pack — match {match_id}
 本证据包保存了爬虫发现侵权匹配时抓取到的网页原样内容，以及证明该记录自那时起未被改动的材料。
   raw.bin              服务器返回的响应正文原始字节（{raw_len} 字节，未经解码）
   exchange.json        完整 HTTP 交互：最终 URL、重定向链、状态码、全部响应头、服务器 IP 与端口、抓取时间、https 证书指纹
+  headers.json         响应头（每个头取第一个值；全部值见 exchange.json）
   text.txt             从网页提取的正文（UTF-8）；passages.json 中的偏移量按其字符计数
   passages.json        匹配的段落：双方（涉嫌侵权页面与登记作品）的偏移量与文字
   record.json          证据日志中的记录（以上各项的 SHA-256 及其在哈希链中的位置）
@@ -52,6 +53,7 @@ has not changed since.
   raw.bin              the response body exactly as received ({raw_len} bytes, not decoded)
   exchange.json        the whole HTTP exchange: final URL, redirect chain, status, every response header,
                        the server's IP address and port, fetch time, https certificate fingerprint
+  headers.json         the response headers, first value of each (exchange.json has them all)
   text.txt             the text extracted from the page (UTF-8); passages.json's offsets count its characters
   passages.json        the matched passages: offsets and text on both sides (suspect page, registered work)
   record.json          the evidence log's record (SHA-256 of everything above, its place in the hash chain)
