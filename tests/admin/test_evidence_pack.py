@@ -73,6 +73,17 @@ def test_stamped_pack_verifies_offline_and_any_changed_byte_fails(store, tsa, tm
     assert check(pack).returncode == 0
     manifest = json.loads((pack / "manifest.json").read_text("utf-8"))["files"]   # check.py checked by hand
     assert manifest["check.py"] == hashlib.sha256((pack / "check.py").read_bytes()).hexdigest()
+    # a forger who also rewrites manifest.json still fails the checks behind it
+    for name, said in (("timestamp/TOKEN.tsr", "FAIL openssl ts -verify"), ("text.txt", "FAIL text_sha256")):
+        good = (pack / name).read_bytes()
+        changed = bytearray(good)
+        changed[-20] ^= 0x01
+        (pack / name).write_bytes(bytes(changed))
+        forged = {**manifest, name: hashlib.sha256(bytes(changed)).hexdigest()}
+        (pack / "manifest.json").write_text(json.dumps({"files": forged}), encoding="utf-8")
+        bad = check(pack)
+        assert bad.returncode == 1 and said in bad.stdout and f"FAIL file {name}" not in bad.stdout, bad.stdout
+        (pack / name).write_bytes(good)
 
 
 def test_pack_of_an_unstamped_record_says_so(store, tmp_path):

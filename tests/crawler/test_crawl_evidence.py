@@ -104,3 +104,6 @@ def test_pack_of_a_crawled_match_has_the_exchange_and_checks(crawled, sites, tmp
         zf.extractall(tmp_path / "pack")
     ok = subprocess.run([sys.executable, "check.py"], cwd=tmp_path / "pack", capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and "ok   openssl ts -verify" in ok.stdout, ok.stdout
+    stamped = tmp_path / "pack" / "timestamp"
+    plain = openssl_verify(stamped / "STAMPED.bin", stamped / "TOKEN.tsr", tsa.ca)
+    assert plain.returncode == 0 and "Verification: OK" in plain.stdout
