@@ -95,6 +95,7 @@ EXTENSIONS = {
     "crawler.progress.CrawlProgress": 520,    # a line of running counts every few seconds
     "crawler.alerts.MatchAlerts": 530,        # a new match above ZHDEDUP_ALERT_MIN_SCORE: WARNING + webhook
     "crawler.stamps.EvidenceStamper": 540,    # RFC 3161 timestamps of the evidence chain (off without a TSA)
+    "crawler.capture.MatchCapture": 535,      # render new matches' pages (ZHDEDUP_CAPTURE_AT_MATCH; before the stamper)
 }
 ZHDEDUP_PROGRESS_ENABLED = True
 ZHDEDUP_PROGRESS_INTERVAL = 0   # seconds between progress lines; 0 = 5 s on a terminal, 30 s in a log file
@@ -138,6 +139,7 @@ ZHDEDUP_TSA_BACKOFF_MAX = 300   # retries after a failure wait 1, 2, 4 ... up to
 ZHDEDUP_CAPTURE = os.environ.get("ZHDEDUP_CAPTURE", "1") not in ("0", "false", "False", "")
 ZHDEDUP_CHROMIUM = os.environ.get("ZHDEDUP_CHROMIUM", "/usr/bin/chromium")
 ZHDEDUP_CAPTURE_TIMEOUT = float(os.environ.get("ZHDEDUP_CAPTURE_TIMEOUT", "30"))  # seconds to load and render
+ZHDEDUP_CAPTURE_AT_MATCH = False  # True: the crawl renders each new match's page as it is found, too
 
 # --- Runtime ------------------------------------------------------------------------------------
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

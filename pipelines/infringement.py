@@ -83,6 +83,7 @@ class InfringementPipeline:
             if not match_id:
                 logger.warning("match of %s spooled (MongoDB away): no evidence snapshot kept for it", item["url"])
                 continue
+            record["match_id"] = match_id
             snapshot = self._snapshot(item, record, source_texts.get(record["source_id"], ""))
             try:
                 flag = self._reappeared(match_id, item, record)
@@ -125,7 +126,8 @@ class InfringementPipeline:
                                         "status", "exchange")}
         records = await run_blocking(self.crawler, self._matches, fields)
         if records:
-            a["matches"] = [{"source_id": r["source_id"], "score": r["score"]} for r in records]
+            a["matches"] = [{"source_id": r["source_id"], "score": r["score"], "match_id": r.get("match_id")}
+                            for r in records]
             self.crawler.stats.inc_value(stats.MATCHED)
             self.crawler.stats.inc_value(stats.MATCHES, len(records))
             for r in records:

@@ -51,7 +51,7 @@ def crawled(module_store, sites, tsa_pki):
         last.body = served
     status_down = store.stamp_status()
     tsa.start()
-    back = crawl("fiction", settings=tsa_settings, toc=sites.base("z") + "/book/1/")
+    back = crawl("fiction", settings={**tsa_settings, "ZHDEDUP_CAPTURE_AT_MATCH": "1"}, toc=sites.base("z") + "/book/1/")
     try:
         yield store, crawl, tsa, plain, down, status_down, back
     finally:
@@ -107,3 +107,15 @@ def test_pack_of_a_crawled_match_has_the_exchange_and_checks(crawled, sites, tmp
     stamped = tmp_path / "pack" / "timestamp"
     plain = openssl_verify(stamped / "STAMPED.bin", stamped / "TOKEN.tsr", tsa.ca)
     assert plain.returncode == 0 and "Verification: OK" in plain.stdout
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian's chromium at /usr/bin/chromium")
+def test_capture_at_match_time_renders_new_matches_and_is_stamped(crawled, sites):
+    store, *_, back = crawled
+    z = [m for m in store.matches.find({}) if m["suspect_url"].startswith(sites.base("z"))]
+    assert len(z) == 3 and back.counts["evidence/captures"] == 3
+    for m in z:
+        rec = store.capture_for(m)
+        assert rec["kind"] == "capture" and bytes(rec["png"]).startswith(b"\x89PNG") and rec["final_url"] == m["suspect_url"]
+    assert store.stamp_status().all_stamped and store.verify_evidence().ok
