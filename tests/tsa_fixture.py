@@ -85,6 +85,7 @@ class LoopbackTSA:
         self.release = threading.Event()
         self.served = 0
         self.stamped = threading.Event()   # set once a token was handed out
+        self.answered = threading.Event()  # set once anything was answered (a token or garbage)
         self.last_reply = b""
         self.server: ThreadingHTTPServer | None = None
         self.port = 0
@@ -132,6 +133,7 @@ class LoopbackTSA:
                     out = b"\x30\x03garbage" if tsa.mode == "garbage" else tsa.reply(body)
                     tsa.last_reply = out
                 tsa.served += 1
+                tsa.answered.set()
                 if tsa.mode == "ok":
                     tsa.stamped.set()
                 self.send_response(200)

@@ -1,12 +1,14 @@
 """End-to-end evidence with a real TSA on loopback: `scrapy crawl` finds pirate chapters and the TSA is
 stopped mid-crawl, after its first token and before the last chapter is served (nothing lost, the chain
-goes on, the crawl says so); a crawl with the TSA back catches the stamps up. Every token verifies with
+goes on, the crawl says so); in the next crawl the TSA is back but answers garbage, then recovers while
+the crawl runs, and the stamper's retry catches the stamps up. Every token verifies with
 plain `openssl ts -verify`, and `python -m admin evidence verify` and the exported packs' check.py agree."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -50,8 +52,29 @@ def crawled(module_store, sites, tsa_pki):
     finally:
         last.body = served
     status_down = store.stamp_status()
+    tsa.mode = "garbage"                            # back, but answering garbage until the first chapter is asked
+    tsa.answered.clear()
     tsa.start()
-    back = crawl("fiction", settings={**tsa_settings, "ZHDEDUP_CAPTURE_AT_MATCH": "1"}, toc=sites.base("z") + "/book/1/")
+    first = sites.servers["z"].site["/book/1/101.html"]
+    chapter = first.body
+    once = threading.Lock()
+
+    def tsa_recovers_then_serve() -> bytes:
+        """The first fetch of chapter 1 waits for a refused (garbage) answer, the TSA recovers, and a token
+        is taken on the stamper's retry; later fetches (the rendered capture) are served at once."""
+        if once.acquire(blocking=False):
+            tsa.answered.wait(120)
+            tsa.stamped.clear()
+            tsa.mode = "ok"
+            tsa.stamped.wait(120)
+        return chapter
+
+    first.body = tsa_recovers_then_serve
+    try:
+        back = crawl("fiction", settings={**tsa_settings, "ZHDEDUP_CAPTURE_AT_MATCH": "1"},
+                     toc=sites.base("z") + "/book/1/")
+    finally:
+        first.body = chapter
     try:
         yield store, crawl, tsa, plain, down, status_down, back
     finally:
@@ -74,7 +97,10 @@ def test_tsa_down_loses_no_page_and_no_evidence(crawled, sites):
 
 
 def test_stamps_catch_up_and_verify_with_plain_openssl(crawled, tmp_path):
-    store, crawl, tsa, *_ = crawled
+    store, crawl, tsa, *_, back = crawled
+    # within the crawl: a refused token, a retry after backoff, caught up while the crawl still ran
+    assert back.counts["evidence/stamp_failures"] >= 1 and "not a timestamp response" in back.log
+    assert "evidence timestamps caught up" in back.log
     report = store.stamp_status()
     assert report.all_stamped and report.records >= 3 and report.last_error is None
     for stamp in store.iter_stamps():
