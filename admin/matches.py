@@ -156,6 +156,7 @@ def detail(match_id: str) -> Any:
     sus_text, page = view["text"], view["page"]
     return render_template(
         "matches/detail.html", m=m, match_id=match_id, source=source, page=page, view=view, list_args=mq.args,
+        **evidence_extras(m, view),
         src_parts=highlight_parts(src_text, m.get("source_spans")),
         sus_parts=highlight_parts(sus_text, m.get("suspect_spans")),
         passages=passages(m, src_text, sus_text, 300), href=safe_href(m.get("suspect_url")),
@@ -174,6 +175,41 @@ def next_unreviewed(mq: MatchQuery, match: dict) -> str | None:
             return str(docs[0]["_id"])
     docs, _ = store.find_matches(MatchQuery(**base), {"_id": 1})
     return next((str(d["_id"]) for d in docs if str(d["_id"]) != str(match["_id"])), None)
+
+
+def evidence_extras(match: dict, view: dict) -> dict[str, Any]:
+    """The detail page's timestamp line and rendered capture (issue 26): what proves the snapshot's time."""
+    store = get_store()
+    stamp = store.stamp_covering(view["evidence"]["_id"]) if view.get("evidence") else None
+    return {"stamp": stamp, "stamp_status": store.stamp_status().summary(), "capture": store.capture_facts(match)}
+
+
+@bp.route("/<match_id>/capture.<kind>")
+def capture_file(match_id: str, kind: str) -> Any:
+    """The rendered capture's screenshot (png) or PDF, as chained in the evidence log."""
+    rec = get_store().capture_for(load_match(match_id)) if kind in ("png", "pdf") else None
+    if rec is None or rec.get(kind) is None:
+        abort(404, description="no rendered capture of this match")
+    return Response(bytes(rec[kind]), mimetype="image/png" if kind == "png" else "application/pdf")
+
+
+def capture_after_confirm(m: dict) -> None:
+    """A confirmed match's page is rendered (PNG + PDF) into the evidence log; off or failing, say so."""
+    from admin.capture import CaptureFailed, CaptureOff, capture_match
+
+    try:
+        seq = capture_match(get_store(), m)
+    except (CaptureOff, CaptureFailed) as exc:
+        flash(f"No rendered capture: {exc}", "error")
+    else:
+        flash(f"Page rendered and chained as evidence record #{seq}.", "ok")
+
+
+@bp.route("/<match_id>/capture", methods=["POST"])
+def capture_now(match_id: str) -> Any:
+    """Render the page again now (a reappeared copy, or a capture that failed at confirmation)."""
+    capture_after_confirm(load_match(match_id))
+    return redirect(url_for("matches.detail", match_id=match_id))
 
 
 @bp.route("/<match_id>/evidence.zip")
@@ -213,6 +249,8 @@ def review(match_id: str) -> Any:
     note = request.form.get("note", "").strip()[:2000]
     store = get_store()
     record_review(m, action, note)
+    if action == "confirm":
+        capture_after_confirm(m)
     msg = f"Match marked {ACTIONS[action]}."
     if action == "license" and request.form.get("whole_site") and m.get("site") and m.get("source_id"):
         store.record_site_licence(m["site"], m["source_id"], g.user, note)

@@ -1,9 +1,11 @@
 """The item a spider hands to the pipelines: the raw page plus where and when it was fetched."""
 from __future__ import annotations
 
+import base64
+import hashlib
 from datetime import datetime, timezone
-
 from typing import Any, TypedDict
+from urllib.parse import urlsplit
 
 
 class PageItem(TypedDict, total=False):
@@ -21,6 +23,7 @@ class PageItem(TypedDict, total=False):
     spider: Any         # "news" | "fiction"
     kind: Any           # "article" | "chapter"
     body: Any           # raw bytes (evidence for matches; never stored as a page field)
+    exchange: Any       # the HTTP exchange as received (exchange_of; evidence for matches, never stored)
     headers: Any        # response headers, str -> str
     status: Any
     fetched: Any        # timezone-aware UTC datetime of the fetch
@@ -65,3 +68,43 @@ def header_dict(headers) -> dict[str, str]:
         if values:
             out[key.decode("latin-1").lower()] = values[0].decode("latin-1")
     return out
+
+
+def exchange_of(response: Any) -> dict:
+    """The HTTP exchange behind a response, for match evidence: final URL and the redirects before it,
+    status, every response header as sent (name, value pairs in order), the server's IP address and port,
+    the protocol, the request line and headers, and for https the server certificate's SHA-256."""
+    request = response.request
+    redirects = list(request.meta.get("redirect_urls") or []) if request is not None else []
+    parts = urlsplit(response.url)
+    out = {"final_url": response.url, "redirect_urls": redirects,
+           "redirect_statuses": list(request.meta.get("redirect_reasons") or []) if request is not None else [],
+           "status": response.status, "protocol": getattr(response, "protocol", None),
+           "headers": [[k.decode("latin-1"), v.decode("latin-1")] for k, vs in response.headers.items() for v in vs],
+           "ip_address": str(response.ip_address) if getattr(response, "ip_address", None) else None,
+           "port": parts.port or {"https": 443, "http": 80}.get(parts.scheme),
+           "request": _request_of(request), "body_sha256": hashlib.sha256(response.body).hexdigest(),
+           "body_length": len(response.body)}
+    cert = getattr(response, "certificate", None)
+    if cert is not None:
+        out["certificate"] = _certificate(cert)
+    return out
+
+
+def _request_of(request: Any) -> dict | None:
+    """The request line and headers the crawler sent."""
+    if request is None:
+        return None
+    return {"method": request.method, "url": request.url,
+            "headers": [[k.decode("latin-1"), v.decode("latin-1")] for k, vs in request.headers.items() for v in vs]}
+
+
+def _certificate(cert: Any) -> dict:
+    """The server certificate Scrapy kept (the leaf; Twisted does not hand on the chain): SHA-256 of its DER."""
+    from cryptography import x509
+    from OpenSSL.crypto import FILETYPE_ASN1
+
+    der = cert.dump(FILETYPE_ASN1)
+    parsed = x509.load_der_x509_certificate(der)
+    return {"sha256": hashlib.sha256(der).hexdigest(), "subject": parsed.subject.rfc4514_string(),
+            "issuer": parsed.issuer.rfc4514_string(), "der_b64": base64.b64encode(der).decode("ascii")}

@@ -94,6 +94,8 @@ EXTENSIONS = {
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
     "crawler.progress.CrawlProgress": 520,    # a line of running counts every few seconds
     "crawler.alerts.MatchAlerts": 530,        # a new match above ZHDEDUP_ALERT_MIN_SCORE: WARNING + webhook
+    "crawler.stamps.EvidenceStamper": 540,    # RFC 3161 timestamps of the evidence chain (off without a TSA)
+    "crawler.capture.MatchCapture": 535,      # render new matches' pages (ZHDEDUP_CAPTURE_AT_MATCH; before the stamper)
 }
 ZHDEDUP_PROGRESS_ENABLED = True
 ZHDEDUP_PROGRESS_INTERVAL = 0   # seconds between progress lines; 0 = 5 s on a terminal, 30 s in a log file
@@ -125,6 +127,19 @@ ZHDEDUP_ALERT_MIN_SCORE = float(os.environ.get("ZHDEDUP_ALERT_MIN_SCORE", "0.5")
 ZHDEDUP_ALERT_WEBHOOK = os.environ.get("ZHDEDUP_ALERT_WEBHOOK", "")  # POST a JSON document per new match here
 ZHDEDUP_ALERT_RETRIES = 4       # webhook tries after the first, with backoff 1, 2, 4, 8 s (never blocks the crawl)
 ZHDEDUP_ALERT_BACKOFF = 1.0
+
+# --- Evidence timestamps (RFC 3161; README "Evidence") ---------------------------------------------
+ZHDEDUP_TSA_URL = os.environ.get("ZHDEDUP_TSA_URL", "")  # the Time Stamping Authority; empty: not stamped
+ZHDEDUP_TSA_CA = os.environ.get("ZHDEDUP_TSA_CA", "")    # PEM bundle its tokens must chain to (required with a URL)
+ZHDEDUP_TSA_INTERVAL = float(os.environ.get("ZHDEDUP_TSA_INTERVAL", "0"))  # seconds between two stamps at most;
+                                # 0: each new head at once (looked at every second)
+ZHDEDUP_TSA_TIMEOUT = float(os.environ.get("ZHDEDUP_TSA_TIMEOUT", "10"))   # seconds a TSA may take to answer
+ZHDEDUP_TSA_BACKOFF_MAX = 300   # retries after a failure wait 1, 2, 4 ... up to this many seconds
+# a confirmed match's page rendered by headless Chromium (full-page PNG + PDF) into the evidence log
+ZHDEDUP_CAPTURE = os.environ.get("ZHDEDUP_CAPTURE", "1") not in ("0", "false", "False", "")
+ZHDEDUP_CHROMIUM = os.environ.get("ZHDEDUP_CHROMIUM", "/usr/bin/chromium")
+ZHDEDUP_CAPTURE_TIMEOUT = float(os.environ.get("ZHDEDUP_CAPTURE_TIMEOUT", "30"))  # seconds to load and render
+ZHDEDUP_CAPTURE_AT_MATCH = False  # True: the crawl renders each new match's page as it is found, too
 
 # --- Runtime ------------------------------------------------------------------------------------
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

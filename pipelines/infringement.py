@@ -83,17 +83,30 @@ class InfringementPipeline:
             if not match_id:
                 logger.warning("match of %s spooled (MongoDB away): no evidence snapshot kept for it", item["url"])
                 continue
+            record["match_id"] = match_id
             snapshot = self._snapshot(item, record, source_texts.get(record["source_id"], ""))
             try:
-                self.store.add_evidence(match_id, snapshot)
+                flag = self._reappeared(match_id, item, record)
+                self.store.add_evidence(match_id, {**snapshot, "reappeared": flag}, fresh=flag is not None)
             except StorageUnavailable as exc:
                 logger.warning("no evidence snapshot for match %s of %s: %s", match_id, item["url"], exc)
                 self.crawler.stats.inc_value(stats.EVIDENCE_MISSING)
         return records
 
+    def _reappeared(self, match_id: str, item: dict, record: dict) -> dict | None:
+        """A noticed copy back after its takedown, or on a new URL of the site: flagged and linked to the notice
+        (and snapshotted again, the flag in the record)."""
+        flag = self.store.flag_reappearance(match_id, item["url"], item.get("site"), record["source_id"])
+        if flag is not None:
+            self.crawler.stats.inc_value(stats.MATCHES_REAPPEARED)
+            logger.warning("REAPPEARED %s copies source %s again (%s; notice %s)", item["url"], record["source_id"],
+                           "back after its takedown" if flag["kind"] == "same_url" else
+                           f"on a new URL, earlier {flag['earlier_url']}", ", ".join(map(str, flag["notice_ids"])))
+        return flag
+
     @staticmethod
     def _snapshot(item: dict, record: dict, source_text: str) -> dict:
-        """What the match rests on, as fetched: raw bytes, headers, final URL, text and the passages."""
+        """What the match rests on, as fetched: raw bytes, the HTTP exchange, final URL, text and the passages."""
         text = item["text"]
         passages = [{"suspect_span": list(sus), "source_span": list(src), "suspect_text": text[sus[0]:sus[1]],
                      "source_text": source_text[src[0]:src[1]]}
@@ -101,7 +114,8 @@ class InfringementPipeline:
         return {**{k: record.get(k) for k in ("suspect_url", "source_id", "source_title", "score", "methods",
                                                "suspect_spans", "source_spans")},
                 "raw": item.get("body") or b"", "headers": item.get("headers") or {}, "status": item.get("status"),
-                "fetched": item.get("fetched"), "final_url": item["url"], "text": text, "passages": passages}
+                "fetched": item.get("fetched"), "final_url": item["url"], "text": text, "passages": passages,
+                "exchange": item.get("exchange")}
 
     async def process_item(self, item: Any) -> Any:
         """Record matches of this page against the source library; the item always passes on."""
@@ -109,10 +123,11 @@ class InfringementPipeline:
         if not a.get("text") or self._library_empty():
             return item
         fields = {k: a.get(k) for k in ("url", "page_id", "site", "title", "fetched", "text", "body", "headers",
-                                        "status")}
+                                        "status", "exchange")}
         records = await run_blocking(self.crawler, self._matches, fields)
         if records:
-            a["matches"] = [{"source_id": r["source_id"], "score": r["score"]} for r in records]
+            a["matches"] = [{"source_id": r["source_id"], "score": r["score"], "match_id": r.get("match_id")}
+                            for r in records]
             self.crawler.stats.inc_value(stats.MATCHED)
             self.crawler.stats.inc_value(stats.MATCHES, len(records))
             for r in records:

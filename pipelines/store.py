@@ -17,7 +17,7 @@ from pipelines import stats
 from pipelines._store import GroupCommit, store_for
 
 # Item fields that are transport only, never stored.
-TRANSIENT = {"body", "headers", "profile", "dedup", "matches"}
+TRANSIENT = {"body", "headers", "exchange", "profile", "dedup", "matches"}
 BATCH = 100
 BATCH_MS = 0.0
 logger = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class StorePipeline:
         a = ItemAdapter(item)
         page_id = await self.batcher.save(self.document(item))
         a["page_id"] = page_id or a.get("page_id")
-        for field in ("body", "headers"):  # raw bytes were kept for match evidence; feeds get no bytes
+        for field in ("body", "headers", "exchange"):  # raw bytes were kept for match evidence; feeds get no bytes
             a.pop(field, None)
         unchanged = (a.get("dedup") or {}).get("kind") == "unchanged"
         self.crawler.stats.inc_value(stats.UNCHANGED if unchanged else stats.STORED)

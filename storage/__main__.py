@@ -104,6 +104,8 @@ def _print_status(st: dict[str, Any]) -> None:
         print(f"index    UNREADABLE ({st.get('index_error', 'unknown error')})")
     if st.get("spool"):
         print(f"spool    {st['spool']['entries']} entries waiting in {st['spool']['dir']}")
+    if st.get("evidence"):
+        print(f"evidence {st['evidence']}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """EvidenceStore: what a match rests on, frozen at match time, in a tamper-evident log (collection `evidence`).
 
 Each record keeps the raw response bytes (zlib), the response headers, the fetch time, the final URL,
-the extracted text, the matched passages and SHA-256 digests of the raw bytes and of the text. Records
+the whole HTTP exchange (redirects, every header as sent, server IP:port, certificate; `exchange`), the
+extracted text, the matched passages and SHA-256 digests of the raw bytes and of the text. Records
 form a hash chain, as in a transparency log: record n has `_id` n (0, 1, 2, ...), its `content_digest`
 is the SHA-256 of its canonical JSON (without the chain fields) and its `digest` is
 SHA-256(prev_digest || content_digest), prev_digest being record n-1's digest (64 zeros for record 0).
@@ -32,6 +33,8 @@ HEAD_ID = "head"
 CHAIN_FIELDS = ("_id", "prev_digest", "content_digest", "digest")
 APPEND_ATTEMPTS = 1000
 RAW_MAX = 16 * 1024 * 1024   # compressed raw bodies above this are kept as their digest only
+CAPTURE_MAX = 6 * 1024 * 1024  # a screenshot or PDF above this is kept as its digest only (16 MB per document)
+BINARY_FIELDS = ("raw", "png", "pdf")  # bytes a record covers by their SHA-256 fields, not in its content digest
 
 
 def sha256_hex(data: bytes) -> str:
@@ -52,8 +55,8 @@ def canonical_json(value: Any) -> bytes:
 
 
 def content_digest(record: dict) -> str:
-    """SHA-256 of a record's content: every field except the chain fields, raw bytes by their digest."""
-    body = {k: v for k, v in record.items() if k not in CHAIN_FIELDS and k != "raw"}
+    """SHA-256 of a record's content: every field except the chain fields, bytes by their digests."""
+    body = {k: v for k, v in record.items() if k not in CHAIN_FIELDS and k not in BINARY_FIELDS}
     return sha256_hex(canonical_json(body))
 
 
@@ -69,15 +72,39 @@ class VerifyResult:
     checked: int
     bad_seq: int | None = None
     problem: str | None = None
+    stamps: Any = None   # storage.stamps.StampReport when the timestamps were checked too
 
     @property
     def ok(self) -> bool:
-        """True when every record and the head agree."""
-        return self.problem is None
+        """True when every record and the head agree (and every stored timestamp, when checked)."""
+        return self.problem is None and (self.stamps is None or self.stamps.ok)
 
 
 def check_record(rec: dict, prev_digest: str) -> str | None:
     """What is wrong with one record given the previous digest (None when it is intact)."""
+    problem = check_capture(rec) if rec.get("kind") == "capture" else check_snapshot(rec)
+    if problem:
+        return problem
+    if content_digest(rec) != rec.get("content_digest"):
+        return "content differs from content_digest (the record was edited)"
+    if rec.get("prev_digest") != prev_digest:
+        return "prev_digest does not link to the previous record (a record was changed or removed)"
+    if chain_digest(prev_digest, rec["content_digest"]) != rec.get("digest"):
+        return "digest does not cover prev_digest and content_digest"
+    return None
+
+
+def check_capture(rec: dict) -> str | None:
+    """What is wrong with a rendered capture's bytes (None: the screenshot and PDF match their digests)."""
+    for name, what in (("png", "screenshot (PNG)"), ("pdf", "PDF")):
+        data = rec.get(name)
+        if data is not None and sha256_hex(bytes(data)) != rec.get(f"{name}_sha256"):
+            return f"the capture's {what} does not match {name}_sha256"
+    return None
+
+
+def check_snapshot(rec: dict) -> str | None:
+    """What is wrong with a snapshot's raw bytes, text or exchange (None: they match their digests)."""
     raw = rec.get("raw")
     if raw is not None:
         try:
@@ -87,12 +114,8 @@ def check_record(rec: dict, prev_digest: str) -> str | None:
             return "raw bytes are corrupt"
     if sha256_hex(str(rec.get("text") or "").encode("utf-8")) != rec.get("text_sha256"):
         return "text does not match text_sha256"
-    if content_digest(rec) != rec.get("content_digest"):
-        return "content differs from content_digest (the record was edited)"
-    if rec.get("prev_digest") != prev_digest:
-        return "prev_digest does not link to the previous record (a record was changed or removed)"
-    if chain_digest(prev_digest, rec["content_digest"]) != rec.get("digest"):
-        return "digest does not cover prev_digest and content_digest"
+    if rec.get("exchange") and sha256_hex(canonical_json(rec["exchange"])) != rec.get("exchange_sha256"):
+        return "the HTTP exchange does not match exchange_sha256"
     return None
 
 
@@ -113,18 +136,50 @@ class EvidenceStore(Connection):
         super().ensure_indexes()
         self.evidence.create_index("match_id")
 
-    def add_evidence(self, match_id: str, snapshot: dict) -> int:
+    def add_evidence(self, match_id: str, snapshot: dict, fresh: bool = False) -> int:
         """Freeze what a match rests on and chain it to the log; returns its seq. The match gets `evidence_seq`
-        (a re-crawl that fetched the same bytes and matched the same way keeps the earlier snapshot)."""
+        (a re-crawl that fetched the same bytes and matched the same way keeps the earlier snapshot, unless
+        `fresh`: a page back after its takedown is recorded again, to prove it is up now)."""
         record = self._evidence_record(match_id, snapshot)
         held = self._retry("mongo", self.matches.find_one, {"_id": to_oid(match_id)}, {"evidence_seq": 1})
         last = self.get_evidence(held["evidence_seq"]) if isinstance((held or {}).get("evidence_seq"), int) else None
-        if last and all(last.get(k) == record[k] for k in ("raw_sha256", "text_sha256", "suspect_spans", "source_spans")):
+        if last and not fresh and all(last.get(k) == record[k] for k in ("raw_sha256", "text_sha256", "suspect_spans", "source_spans")):
             return int(last["_id"])  # the same page matched the same way again: its snapshot stands
         seq = self._retry("mongo", self._append, record)
         self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)},
                     {"$set": {"evidence_seq": seq, "evidence_digest": record["digest"]}})
         return seq
+
+    def add_capture(self, match_id: str, capture: dict) -> int:
+        """Chain a rendered capture (full-page PNG, PDF) of a match's page; the match gets `capture_seq`."""
+        record = {"kind": "capture", "match_id": str(match_id), "url": capture.get("url"),
+                  "final_url": capture.get("final_url"), "title": capture.get("title"),
+                  "captured": utc(capture["captured"]), "browser": capture.get("browser"), "recorded": now()}
+        for name in ("png", "pdf"):
+            data = bytes(capture.get(name) or b"")
+            record.update({name: Binary(data) if len(data) <= CAPTURE_MAX else None, f"{name}_len": len(data),
+                           f"{name}_sha256": sha256_hex(data)})
+        seq = self._retry("mongo", self._append, record)
+        self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)},
+                    {"$set": {"capture_seq": seq, "capture_digest": record["digest"]}})
+        return seq
+
+    def capture_for(self, match: dict) -> dict | None:
+        """The newest rendered capture of a match, or None."""
+        seq = match.get("capture_seq")
+        return self.get_evidence(seq) if isinstance(seq, int) else None
+
+    def capture_facts(self, match: dict) -> dict | None:
+        """The newest capture's record without its bytes (pages show it), with has_png / has_pdf; or None."""
+        seq = match.get("capture_seq")
+        if not isinstance(seq, int):
+            return None
+        rec = self._retry("mongo", self.evidence.find_one, {"_id": seq}, {"png": 0, "pdf": 0})
+        if rec is not None:
+            for name in ("png", "pdf"):
+                rec[f"has_{name}"] = self._retry("mongo", self.evidence.count_documents,
+                                                 {"_id": seq, name: {"$ne": None}}) == 1
+        return rec
 
     @staticmethod
     def _evidence_record(match_id: str, snap: dict) -> dict:
@@ -133,6 +188,7 @@ class EvidenceStore(Connection):
             raw = raw.encode("utf-8")
         text = str(snap.get("text") or "")
         packed = zlib.compress(bytes(raw), 6)
+        exchange = snap.get("exchange") or None
         return {
             "match_id": str(match_id), "suspect_url": snap.get("suspect_url"),
             "final_url": snap.get("final_url") or snap.get("suspect_url"),
@@ -146,6 +202,9 @@ class EvidenceStore(Connection):
             "suspect_spans": [list(s) for s in snap.get("suspect_spans") or []],
             "source_spans": [list(s) for s in snap.get("source_spans") or []],
             "passages": snap.get("passages") or [],
+            # redirects, every header as sent, server IP:port, certificate: its digest is in the record too
+            "exchange": exchange, "exchange_sha256": sha256_hex(canonical_json(exchange)) if exchange else None,
+            **({"reappeared": snap["reappeared"]} if snap.get("reappeared") else {}),
             "recorded": now(),
         }
 

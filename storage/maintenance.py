@@ -381,6 +381,11 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             out["index"] = None
             out["index_error"] = f"{type(e).__name__}: {e}"
         out["spool"] = {"entries": self.spool.count(), "dir": str(self.spool.dir)}
+        stamps = getattr(self, "stamp_status", None)
+        try:
+            out["evidence"] = stamps().summary() if stamps else None
+        except (StorageUnavailable, PyMongoError) as e:
+            out["evidence"] = f"unreadable ({type(e).__name__}: {e})"
         return out
 
     # ---- spool replay --------------------------------------------------------------------------------

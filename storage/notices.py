@@ -3,6 +3,8 @@ every noticed URL (collection `takedowns`: page still up, or gone and since when
 
 A match covered by a notice carries its `notice_id`, so the next notice of the site covers only newer
 confirmed matches and nothing is noticed twice; `mark_notice_sent` sends a notice at most once.
+A page taken down that serves the copy again, or the same work copied on a new URL of a noticed site, is
+flagged on its match as `reappeared` with the earlier notice's id (`flag_reappearance`).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pymongo
 
 from .connection import Connection
 from .documents import insert_once, out
-from .schema import new_id, now, to_oid
+from .schema import new_id, now, to_oid, utc
 
 TAKEDOWN_STATES = ("up", "gone")
 NOTICE_INDEXES = {"notices": [([("site", pymongo.ASCENDING), ("created", pymongo.DESCENDING)], False)],
@@ -91,8 +93,9 @@ class NoticeStore(Connection):
 
     # ---- follow-up ---------------------------------------------------------------------------------
     def noticed_urls(self, site: str | None = None) -> list[dict]:
-        """Noticed URLs still up (of one site, or all), with their probes: what a watch round re-checks."""
-        query: dict[str, Any] = {"state": "up"}
+        """Noticed URLs (of one site, or all) with their probes: what a watch round re-checks; those taken
+        down too, since a page taken down may come back (re-appearance)."""
+        query: dict[str, Any] = {"state": {"$in": ["up", "gone"]}}
         if site:
             query["site"] = site
         return [out(d) for d in self._retry("mongo", list, self.db.takedowns.find(query))]
@@ -111,3 +114,38 @@ class NoticeStore(Connection):
         """Every noticed URL with its follow-up state (of one site, or all)."""
         cur = self.db.takedowns.find({"site": site} if site else {}).sort([("site", 1), ("_id", 1)])
         return [out(d) for d in self._retry("mongo", list, cur)]
+
+    # ---- re-appearance -----------------------------------------------------------------------------
+    def flag_reappearance(self, match_id: str, url: str, site: str | None, source_id: str) -> dict | None:
+        """Flag a match whose page was taken down and serves the copy again (same URL), or that copies a
+        noticed work on a new URL of the same site; links it to the earlier notice. Returns the flag or None."""
+        match = self._retry("mongo", self.matches.find_one, {"_id": to_oid(match_id)}, {"reappeared": 1, "notice_id": 1})
+        if match is None:
+            return None
+        flag = self._back_at_same_url(match, url) or self._on_new_url(match, url, site, source_id)
+        if flag is not None:
+            self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)}, {"$set": {"reappeared": flag}})
+        return flag
+
+    def _back_at_same_url(self, match: dict, url: str) -> dict | None:
+        """The URL was found taken down after a notice and now matches again (once per takedown)."""
+        t = self._retry("mongo", self.db.takedowns.find_one, {"_id": url, "gone_at": {"$ne": None}})
+        earlier = (match.get("reappeared") or {}).get("at")
+        if t is None or (earlier is not None and utc(earlier) >= utc(t["gone_at"])):
+            return None
+        at = now()
+        self._retry("mongo", self.db.takedowns.update_one, {"_id": url},
+                    {"$set": {"state": "up", "reappeared_at": at}})
+        return {"kind": "same_url", "notice_ids": list(t.get("notice_ids") or []), "gone_at": t["gone_at"], "at": at}
+
+    def _on_new_url(self, match: dict, url: str, site: str | None, source_id: str) -> dict | None:
+        """A first match on this URL of a work already noticed to the same site (the copy moved)."""
+        if not site or match.get("notice_id") or match.get("reappeared"):
+            return None
+        earlier = self._retry("mongo", self.matches.find_one,
+                              {"site": site, "source_id": source_id, "notice_id": {"$ne": None},
+                               "suspect_url": {"$ne": url}}, {"suspect_url": 1, "notice_id": 1})
+        if earlier is None:
+            return None
+        return {"kind": "new_url", "earlier_url": earlier["suspect_url"], "notice_ids": [earlier["notice_id"]],
+                "at": now()}

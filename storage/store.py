@@ -6,7 +6,7 @@ be rebuilt from it (`rebuild_index`). Store is assembled from one class per conc
 module on top of `Connection` (clients, retry with backoff, restarts, spool): `DedupStore` (dedup.py),
 `PageStore` (pages.py), `DuplicateStore` (duplicates.py), `RunStore` (runs.py), `SourceStore`
 (catalog.py), `MatchStore` (matches.py, matchlist.py), `UserStore` (users.py), `EvidenceStore`
-(evidence.py: the hash-chained evidence log) and `MaintenanceStore`
+(evidence.py: the hash-chained evidence log) with `StampStore` (stamps.py: its RFC 3161 timestamps) and `MaintenanceStore`
 (maintenance.py: rebuild, reconcile, purge, status, spool replay). What they share (ids, times,
 statuses, MongoDB indexes) is in schema.py; document checks in documents.py.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from .config import StoreConfig
 from .errors import StorageUnavailable
-from .evidence import EvidenceStore
 from .maintenance import MaintenanceStore
 from .notices import NoticeStore
+from .stamps import StampStore
 from .schema import now, to_oid, to_signed64, to_unsigned64
 from . import servers as srv
 from .users import UserStore
@@ -25,7 +25,7 @@ from .watch import WatchStore
 __all__ = ["Store", "open_store", "resolve_servers", "now", "to_oid", "to_signed64", "to_unsigned64"]
 
 
-class Store(MaintenanceStore, UserStore, EvidenceStore, WatchStore, NoticeStore):
+class Store(MaintenanceStore, UserStore, StampStore, WatchStore, NoticeStore):
     """Every read and write of pages, duplicates, sources, matches, runs, users, match evidence, the watch
     list and takedown notices, plus the Redis index."""
 

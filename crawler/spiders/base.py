@@ -18,7 +18,7 @@ from extract.dom import load
 from extract.encoding import choose_encoding
 from extract.sniff import binary_kind
 
-from crawler.items import PageItem, header_dict, utc_now
+from crawler.items import PageItem, exchange_of, header_dict, utc_now
 from crawler.outcomes import page_outcome
 from crawler.urls import canonical_claim, canonical_url, host_key, page_canonical_url, page_id, strip_tracking
 from pipelines import stats
@@ -165,6 +165,7 @@ class PageSpider(scrapy.Spider):
             body = response.body if body is None else body
             headers = header_dict(response.headers) if headers is None else headers
             extra.setdefault("canonical_claim", canonical_claim(response))
+            extra.setdefault("exchange", exchange_of(response))
         item = PageItem(url=url, canonical_url=canonical, page_id=page_id(canonical), site=site,
                         spider=self.name, kind=self.kind, body=body, headers=headers or {},
                         status=status, fetched=utc_now())

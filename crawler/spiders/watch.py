@@ -333,28 +333,38 @@ class WatchSpider(FictionSpider):
             self.on_error(failure)
 
     # ---- takedown follow-up ------------------------------------------------------------------------
-    def parse_followup(self, response: Response, takedown: dict) -> None:
-        """A noticed URL: 404/410 or copied passages gone = taken down; 304 or passages there = still up."""
+    def parse_followup(self, response: Response, takedown: dict) -> Any:
+        """A noticed URL: 404/410 or copied passages gone = taken down; 304 or passages there = still up.
+        One taken down that shows the passages again goes through the pipelines (re-matched, a fresh
+        evidence snapshot, flagged as reappeared)."""
         url = takedown["_id"]
         self.checking.discard(url)
-        if response.status in GONE_STATUSES:
-            gone, reason = True, f"http {response.status}"
-        elif response.status == 304:
-            gone, reason = False, "not modified"
-        else:
-            self.store.save_validators(url, header(response, b"ETag"), header(response, b"Last-Modified"),
-                                       response.status)
-            text = visible_text(response.text) if isinstance(response, TextResponse) else ""
-            probes = [re.sub(r"\s+", "", p) for p in takedown.get("probes") or []]
-            still = [p for p in probes if p and p in text]
-            gone = bool(probes) and not still
-            reason = "copied passages gone" if gone else f"{len(still)}/{len(probes)} passages still there"
+        gone, reason = self._takedown_state(response, takedown)
         self.count(stats.watch("takedown_gone" if gone else "takedown_up"))
         self.count(stats.FETCHED)
-        self.skip(url, "takedown_check", f"{'taken down' if gone else 'still up'}: {reason}")
+        back = not gone and takedown.get("state") == "gone" and response.status == 200
         if gone:
             self.logger.warning("taken down: %s (%s)", url, reason)
         self.store.record_takedown_check(url, gone, response.status, reason)
+        if back and isinstance(response, TextResponse):
+            self.logger.warning("back after its takedown: %s (%s)", url, reason)
+            yield self.make_item(response, takedown["site"])
+        else:
+            self.skip(url, "takedown_check", f"{'taken down' if gone else 'still up'}: {reason}")
+
+    def _takedown_state(self, response: Response, takedown: dict) -> tuple[bool, str]:
+        """(gone, why) for one re-check of a noticed URL."""
+        if response.status in GONE_STATUSES:
+            return True, f"http {response.status}"
+        if response.status == 304:
+            return False, "not modified"
+        self.store.save_validators(takedown["_id"], header(response, b"ETag"), header(response, b"Last-Modified"),
+                                   response.status)
+        text = visible_text(response.text) if isinstance(response, TextResponse) else ""
+        probes = [re.sub(r"\s+", "", p) for p in takedown.get("probes") or []]
+        still = [p for p in probes if p and p in text]
+        gone = bool(probes) and not still
+        return gone, "copied passages gone" if gone else f"{len(still)}/{len(probes)} passages still there"
 
 
 def header(response: Response, name: bytes) -> str | None:
