@@ -940,9 +940,9 @@ def _resolve_keys(spider: str, job: str | None) -> tuple[Any, dict[str, str]]:
     return redis_client(url), keys
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m crawler.distributed") -> int:
     """`python -m crawler.distributed status|reset SPIDER [--job NAME]`."""
-    parser = OneLineParser(prog="python -m crawler.distributed", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["status", "reset"])
     parser.add_argument("spider", help="spider name (the default job name)")
     parser.add_argument("--job", help="job name when the crawl used DISTRIBUTED_JOB / ZHDEDUP_CRAWL_JOB")
