@@ -8,6 +8,7 @@ from typing import Any, Callable, TypeVar
 
 from scrapy import signals
 
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats
 from pipelines.params import dedup_params
 
@@ -119,7 +120,7 @@ class _StoreHolder:
             # Nothing has been fetched or written yet, so stopping here loses nothing.
             logger.critical("cannot open the store: %s", exc)
             raise SystemExit(2) from None
-        self.executor = ThreadPoolExecutor(max_workers=crawler.settings.getint("ZHDEDUP_STORE_THREADS", 4),
+        self.executor = ThreadPoolExecutor(max_workers=crawler.settings.getint("ZHDEDUP_STORE_THREADS", defaults.ZHDEDUP_STORE_THREADS),
                                            thread_name_prefix="zhdedup-store")
         self.run_id: Any = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)

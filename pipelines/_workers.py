@@ -24,6 +24,7 @@ from typing import Any, Callable, TypeVar
 
 from scrapy import signals
 
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats as st
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def usable_cpus() -> int:
 def worker_count(settings: Any, name: str) -> int:
     """A workers setting as a number: "auto" is 1 with two or more usable CPUs, else 0 (inline); a bad value
     stops the crawl before anything is fetched (one CRITICAL line, exit 2)."""
-    value = settings.get(name, "auto")
+    value = settings.get(name, getattr(defaults, name))
     if str(value).strip().lower() == "auto":
         return 1 if usable_cpus() >= 2 else 0
     try:
