@@ -127,9 +127,9 @@ def _matches(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse tree for `python -m admin`."""
-    p = OneLineParser(prog="python -m admin", description=__doc__)
+def build_parser(prog: str = "python -m admin") -> argparse.ArgumentParser:
+    """The argparse tree for `python -m admin` (prog: the name usage lines show)."""
+    p = OneLineParser(prog=prog, description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="run the admin web server")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
@@ -177,12 +177,12 @@ def _positive(value: str) -> int:
     return n
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m admin") -> int:
     """Entry point of `python -m admin`: a store that cannot be reached is one line, exit 1; a closed
     pipe (| head) ends quietly."""
     from storage.errors import StorageError
 
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush

@@ -135,8 +135,8 @@ def demo(port: int, keep_serving: bool) -> int:
         pass
     finally:
         server.stop()
-    print("\nsee the stored pages and duplicate groups in the admin (python -m admin) "
-          "or with `python -m storage status`; `python -m storage stop` stops the embedded servers.")
+    print("\nsee the stored pages and duplicate groups in the admin (zhdedup serve) "
+          "or with `zhdedup status`; `zhdedup stop` stops the embedded servers.")
     return status
 
 
@@ -151,9 +151,9 @@ def first_port(value: str) -> int:
     return port
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m crawler") -> int:
     """Command line entry point."""
-    parser = OneLineParser(prog="python -m crawler", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog=prog, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="serve the demo sites, crawl them with both spiders, print the result")
     p_demo.add_argument("--port", type=first_port, default=8765, help="first port (sites use port..port+3); 0 = any")

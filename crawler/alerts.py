@@ -16,6 +16,7 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from twisted.internet.threads import deferToThread
 
+from crawler import settings as defaults   # every setting's default, declared once
 from pipelines import stats
 from pipelines._store import store_for
 
@@ -41,8 +42,10 @@ class MatchAlerts:
     def from_crawler(cls, crawler) -> "MatchAlerts":
         """ZHDEDUP_ALERT_MIN_SCORE, ZHDEDUP_ALERT_WEBHOOK, ZHDEDUP_ALERT_RETRIES, ZHDEDUP_ALERT_BACKOFF."""
         s = crawler.settings
-        return cls(crawler, s.getfloat("ZHDEDUP_ALERT_MIN_SCORE", 0.5), s.get("ZHDEDUP_ALERT_WEBHOOK") or "",
-                   s.getint("ZHDEDUP_ALERT_RETRIES", 4), s.getfloat("ZHDEDUP_ALERT_BACKOFF", 1.0))
+        return cls(crawler, s.getfloat("ZHDEDUP_ALERT_MIN_SCORE", defaults.ZHDEDUP_ALERT_MIN_SCORE),
+                   s.get("ZHDEDUP_ALERT_WEBHOOK", defaults.ZHDEDUP_ALERT_WEBHOOK) or "",
+                   s.getint("ZHDEDUP_ALERT_RETRIES", defaults.ZHDEDUP_ALERT_RETRIES),
+                   s.getfloat("ZHDEDUP_ALERT_BACKOFF", defaults.ZHDEDUP_ALERT_BACKOFF))
 
     def item_done(self, item: Any, **kwargs: Any) -> None:
         """Look up in a thread which of the item's matches at or above the threshold are new."""

@@ -47,14 +47,10 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 from twisted.internet import task, threads
 
+from crawler import settings as defaults   # every setting's default, declared once
 from crawler.outcomes import recorder_of
 from fingerprint.cliparser import OneLineParser
 
-DEFAULT_IDLE_CLOSE_SECONDS = 10.0
-DEFAULT_POLL_SECONDS = 0.5
-DEFAULT_WORKER_TTL = 30.0
-DEFAULT_SEEN_CACHE = 100_000   # fingerprints this process knows are in the shared seen set
-DEFAULT_OUTAGE_SECONDS = 60.0  # Redis away this long (restarts tried meanwhile): the crawl stops with an error
 ENABLE_ENV = "ZHDEDUP_DISTRIBUTED"
 POP_SKIP_MAX = 100   # requests of our own popped back in one next_request call at most
 logger = logging.getLogger(__name__)
@@ -74,7 +70,7 @@ def crawl_keys(key_prefix: str, job: str) -> dict[str, str]:
 
 
 def distributed_settings(redis_url: str, key_prefix: str, job: str = "%(spider)s",
-                         idle_close_seconds: float = DEFAULT_IDLE_CLOSE_SECONDS) -> dict[str, Any]:
+                         idle_close_seconds: float = defaults.DISTRIBUTED_IDLE_CLOSE_SECONDS) -> dict[str, Any]:
     """Scrapy settings that make this process one worker of a shared crawl (merge them, or use the addon)."""
     if not redis_url:
         raise ValueError("distributed mode needs a Redis URL (the store's: embedded or REDIS_URL)")
@@ -136,7 +132,7 @@ class DistributedAddon:
         url, prefix = store_redis(overrides)
         url = settings.get("REDIS_URL") or url
         job = settings.get("DISTRIBUTED_JOB") or os.environ.get("ZHDEDUP_CRAWL_JOB") or "%(spider)s"
-        idle = settings.getfloat("DISTRIBUTED_IDLE_CLOSE_SECONDS", DEFAULT_IDLE_CLOSE_SECONDS)
+        idle = settings.getfloat("DISTRIBUTED_IDLE_CLOSE_SECONDS", defaults.DISTRIBUTED_IDLE_CLOSE_SECONDS)
         for name, value in distributed_settings(url, prefix, job, idle).items():
             settings.set(name, value, priority="addon")
 
@@ -288,7 +284,7 @@ class ClaimingPriorityQueue(PriorityQueue):
     worker = "?"
     workers_key = ""
     inflight_key = ""
-    ttl = DEFAULT_WORKER_TTL
+    ttl = defaults.DISTRIBUTED_WORKER_TTL
     last_raw: bytes | None = None
 
     def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None) -> None:
@@ -344,10 +340,10 @@ class DistributedScheduler(Scheduler):
                                      f"({type(exc).__name__})", "start it (python -m storage start), fix "
                                      "REDIS_URL, or run without ZHDEDUP_DISTRIBUTED") from None
         sched.crawler = crawler
-        sched.idle_close = s.getfloat("DISTRIBUTED_IDLE_CLOSE_SECONDS", DEFAULT_IDLE_CLOSE_SECONDS)
-        sched.poll = max(0.05, s.getfloat("DISTRIBUTED_POLL_SECONDS", DEFAULT_POLL_SECONDS))
-        sched.ttl = max(2.0, s.getfloat("DISTRIBUTED_WORKER_TTL", DEFAULT_WORKER_TTL))
-        sched.outage_limit = s.getfloat("DISTRIBUTED_REDIS_OUTAGE_SECONDS", DEFAULT_OUTAGE_SECONDS)
+        sched.idle_close = s.getfloat("DISTRIBUTED_IDLE_CLOSE_SECONDS", defaults.DISTRIBUTED_IDLE_CLOSE_SECONDS)
+        sched.poll = max(0.05, s.getfloat("DISTRIBUTED_POLL_SECONDS", defaults.DISTRIBUTED_POLL_SECONDS))
+        sched.ttl = max(2.0, s.getfloat("DISTRIBUTED_WORKER_TTL", defaults.DISTRIBUTED_WORKER_TTL))
+        sched.outage_limit = s.getfloat("DISTRIBUTED_REDIS_OUTAGE_SECONDS", defaults.DISTRIBUTED_REDIS_OUTAGE_SECONDS)
         sched.workers_key = s.get("DISTRIBUTED_WORKERS_KEY") or ""
         sched.inflight_key = s.get("DISTRIBUTED_INFLIGHT_KEY") or ""
         sched.alive_key = s.get("DISTRIBUTED_ALIVE_KEY") or ""
@@ -365,7 +361,7 @@ class DistributedScheduler(Scheduler):
         sched.loop = None
         sched.round_trips = 0
         sched.seen_cache: OrderedDict[str, None] = OrderedDict()
-        sched.seen_cache_size = s.getint("DISTRIBUTED_SEEN_CACHE", DEFAULT_SEEN_CACHE)
+        sched.seen_cache_size = s.getint("DISTRIBUTED_SEEN_CACHE", defaults.DISTRIBUTED_SEEN_CACHE)
         sched.backlog: list[Request] = []   # requests that could not reach Redis yet: pushed on the next tick
         sched.outage_since: float | None = None   # Redis failing since (monotonic); None: it answers
         sched.outage_error = ""
@@ -940,9 +936,9 @@ def _resolve_keys(spider: str, job: str | None) -> tuple[Any, dict[str, str]]:
     return redis_client(url), keys
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m crawler.distributed") -> int:
     """`python -m crawler.distributed status|reset SPIDER [--job NAME]`."""
-    parser = OneLineParser(prog="python -m crawler.distributed", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["status", "reset"])
     parser.add_argument("spider", help="spider name (the default job name)")
     parser.add_argument("--job", help="job name when the crawl used DISTRIBUTED_JOB / ZHDEDUP_CRAWL_JOB")

@@ -11,11 +11,11 @@ from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import DropItem
 
+from crawler import settings as defaults   # every setting's default, declared once
 from pipelines import stats
 from pipelines.drops import DuplicateItem, SkippedItem, reason_of
 
 logger = logging.getLogger(__name__)
-REPORT_MAX = 100_000   # kept/dropped entries listed in the report; beyond that only counted (bounded memory)
 
 
 def reason_key(message: str) -> str:
@@ -27,7 +27,7 @@ class CrawlSummary:
     """Scrapy extension: failure reasons in the stats, a summary in the log, and an optional JSON
     report (ZHDEDUP_REPORT=path) listing every kept page and every dropped page with its reason."""
 
-    def __init__(self, crawler, report: str, max_entries: int = REPORT_MAX) -> None:
+    def __init__(self, crawler, report: str, max_entries: int = defaults.ZHDEDUP_REPORT_MAX_ENTRIES) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.report_path = report
@@ -41,7 +41,7 @@ class CrawlSummary:
     def from_crawler(cls, crawler) -> "CrawlSummary":
         """Hook the item and spider signals."""
         ext = cls(crawler, crawler.settings.get("ZHDEDUP_REPORT") or "",
-                  crawler.settings.getint("ZHDEDUP_REPORT_MAX_ENTRIES", REPORT_MAX))
+                  crawler.settings.getint("ZHDEDUP_REPORT_MAX_ENTRIES", defaults.ZHDEDUP_REPORT_MAX_ENTRIES))
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(ext.item_error, signal=signals.item_error)

@@ -4,56 +4,73 @@ from __future__ import annotations
 import base64
 import hashlib
 from datetime import datetime, timezone
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 from urllib.parse import urlsplit
+
+
+class DedupOutcome(TypedDict):
+    """What DedupPipeline decided for a page it lets through (copies are dropped, not marked)."""
+
+    kind: Literal["new", "unchanged"]   # unchanged: the same page fetched again with the same text
+    spooled: bool                       # the check waits in the spool (Redis away): a copy is moved on replay
+
+
+class MatchRef(TypedDict):
+    """A registered work this page copies (the stored match has the passages)."""
+
+    source_id: str
+    score: float
 
 
 class PageItem(TypedDict, total=False):
     """One fetched page (news article or whole fiction chapter) on its way through the pipelines.
 
-    A plain dict at runtime (Scrapy accepts dicts as items), so any pipeline may add fields.
+    A plain dict at runtime (Scrapy accepts dicts as items); every field a spider or a pipeline sets is
+    declared here, so a reader sees what travels from the spider to the store.
     """
 
     # set by the spiders
-    url: Any            # the URL that was fetched (after redirects)
-    canonical_url: Any  # <link rel=canonical> on the same site, or the URL without tracking parameters
-    canonical_claim: Any  # a <link rel=canonical> on another site: recorded, never the page's identity
-    page_id: Any        # blake2b-128 of canonical_url (crawler.urls.page_id)
-    site: Any           # profile name or host[:port]
-    spider: Any         # "news" | "fiction"
-    kind: Any           # "article" | "chapter"
-    body: Any           # raw bytes (evidence for matches; never stored as a page field)
-    exchange: Any       # the HTTP exchange as received (exchange_of; evidence for matches, never stored)
-    headers: Any        # response headers, str -> str
-    status: Any
-    fetched: Any        # timezone-aware UTC datetime of the fetch
-    profile: Any        # site profile (dict) that selected the page, if any
+    url: str              # the URL that was fetched (after redirects)
+    canonical_url: str    # <link rel=canonical> on the same site, or the URL without tracking parameters
+    canonical_claim: str  # a <link rel=canonical> on another site: recorded, never the page's identity
+    page_id: str          # blake2b-128 of canonical_url (crawler.urls.page_id); StorePipeline may replace it
+    site: str             # profile name or host[:port]
+    spider: str           # "news" | "fiction" | "watch"
+    kind: str             # "article" | "chapter"
+    body: bytes           # raw bytes (evidence for matches; never stored as a page field)
+    exchange: dict[str, Any]  # the HTTP exchange as received (exchange_of; evidence for matches, never stored)
+    headers: dict[str, str]  # response headers, lower-case name -> first value
+    status: int | None    # HTTP status (None for a chapter joined from parts that failed)
+    fetched: datetime     # timezone-aware UTC datetime of the fetch
+    profile: dict[str, Any]  # the site profile's hint for the extractor (body_selector ...), if any
     # fiction only
-    book: Any
-    book_url: Any
-    chapter_number: Any
-    chapter_title: Any
-    parts: Any          # URLs of the next-page parts joined into this chapter
+    book: str | None
+    book_url: str | None
+    chapter_number: int | None
+    chapter_title: str | None
+    parts: list[str]      # URLs of the next-page parts joined into this chapter
     # set by ExtractPipeline
-    title: Any
-    text: Any
-    published: Any
-    author: Any
-    language: Any
-    encoding: Any
-    original_title: Any  # credit lines taken out of the body (原标题, 来源, 责任编辑), None when absent
-    source: Any
-    editor: Any
+    title: str | None
+    text: str             # the article body (without the site's template lines, when some were found)
+    raw_text: str         # the body as extracted, before the site's template lines were taken out
+    template_lines: int   # how many template lines were taken out of it
+    published: str | None  # publication date as the page gives it (normalised by extract)
+    author: str | None
+    language: str | None
+    encoding: str         # the encoding the bytes were decoded with
+    original_title: str | None  # credit lines taken out of the body (原标题, 来源, 责任编辑), None when absent
+    source: str | None
+    editor: str | None
     # set by FingerprintPipeline
-    simhash: Any
-    content_hash: Any
-    dna: Any
-    sketch: list[int]  # passage sketch: the third dedup step (fingerprint.neardup)
-    fp_version: Any
-    length: Any
+    simhash: int          # 64-bit SimHash (unsigned)
+    content_hash: str     # exact-content hash of the normalised text (32 hex)
+    dna: list[int]        # pinyin-initial DNA windows (fingerprint.dna)
+    sketch: list[int]     # passage sketch: the third dedup step (fingerprint.neardup)
+    fp_version: str       # fingerprint.version.FINGERPRINT_VERSION the fields were computed with
+    length: int           # characters of the normalised text
     # set by DedupPipeline / InfringementPipeline
-    dedup: Any
-    matches: Any
+    dedup: DedupOutcome
+    matches: list[MatchRef]
 
 
 def utc_now() -> datetime:

@@ -29,13 +29,13 @@ from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from crawler import settings as defaults   # every setting's default, declared once
 from pipelines import stats
 from pipelines._store import run_id_of, store_for, submit
 from pipelines.drops import DuplicateItem, SkippedItem, reason_of
 
 logger = logging.getLogger(__name__)
 page_outcome = object()  # signal: url, outcome, reason, detail="", fetched=True
-FLUSH_EVERY = 500
 SEEN_MAX = 2_000_000  # unfetched URLs (depth limit, robots) remembered to record each once
 DIGEST = 12          # bytes of the blake2b digest a fetched URL is remembered by (one outcome per run)
 WAIT_SECONDS = 120   # a flush that must wait (closing) waits this long for a batch under way
@@ -75,7 +75,7 @@ class _Batch:
 class OutcomeRecorder:
     """Scrapy extension: one outcome record per URL, written to the store in batches; the invariant checked."""
 
-    def __init__(self, crawler, flush_every: int = FLUSH_EVERY) -> None:
+    def __init__(self, crawler, flush_every: int = defaults.ZHDEDUP_OUTCOMES_BATCH) -> None:
         self.crawler = crawler
         self.flush_every = flush_every
         self.buffer: list[dict] = []
@@ -92,9 +92,9 @@ class OutcomeRecorder:
     @classmethod
     def from_crawler(cls, crawler) -> "OutcomeRecorder":
         """Off with ZHDEDUP_OUTCOMES=False (counts stay in the stats, nothing is written)."""
-        if not crawler.settings.getbool("ZHDEDUP_OUTCOMES", True):
+        if not crawler.settings.getbool("ZHDEDUP_OUTCOMES", defaults.ZHDEDUP_OUTCOMES):
             raise NotConfigured("ZHDEDUP_OUTCOMES is off")
-        ext = cls(crawler, crawler.settings.getint("ZHDEDUP_OUTCOMES_BATCH", FLUSH_EVERY))
+        ext = cls(crawler, crawler.settings.getint("ZHDEDUP_OUTCOMES_BATCH", defaults.ZHDEDUP_OUTCOMES_BATCH))
         ext.once = _distributed(crawler.settings)
         crawler.signals.connect(ext.page_outcome, signal=page_outcome)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)

@@ -17,6 +17,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from crawler import settings as defaults   # every setting's default, declared once
 from pipelines import stats as names
 
 logger = logging.getLogger(__name__)
@@ -53,9 +54,9 @@ class CrawlProgress:
     @classmethod
     def from_crawler(cls, crawler) -> "CrawlProgress":
         """Read ZHDEDUP_PROGRESS_ENABLED and ZHDEDUP_PROGRESS_INTERVAL; hook spider open/close."""
-        if not crawler.settings.getbool("ZHDEDUP_PROGRESS_ENABLED", True):
+        if not crawler.settings.getbool("ZHDEDUP_PROGRESS_ENABLED", defaults.ZHDEDUP_PROGRESS_ENABLED):
             raise NotConfigured("ZHDEDUP_PROGRESS_ENABLED is off")
-        interval = auto_interval(crawler.settings.getfloat("ZHDEDUP_PROGRESS_INTERVAL", 0), sys.stderr.isatty())
+        interval = auto_interval(crawler.settings.getfloat("ZHDEDUP_PROGRESS_INTERVAL", defaults.ZHDEDUP_PROGRESS_INTERVAL), sys.stderr.isatty())
         ext = cls(crawler, interval)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)

@@ -41,6 +41,7 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.request import request_from_dict
 
 from pipelines import stats
+from pipelines.errors import CrawlCannotStart
 
 logger = logging.getLogger(__name__)
 JOURNAL = "frontier.journal"
@@ -242,12 +243,6 @@ def _skip_state_file(crawler) -> None:
             ext.jobdir = None
 
 
-def _exit_clearly(message: str) -> None:
-    """Stop before anything was fetched: one line saying what and where, exit code 2, no traceback."""
-    logger.critical(message)
-    raise SystemExit(2)
-
-
 class ResumableScheduler(Scheduler):
     """Scrapy's scheduler plus the frontier journal when JOBDIR is set (unchanged without JOBDIR)."""
 
@@ -263,14 +258,16 @@ class ResumableScheduler(Scheduler):
             try:
                 journal = Journal(jobdir)
             except (JobdirBusy, OSError) as exc:
-                _exit_clearly(str(exc) if isinstance(exc, JobdirBusy) else
-                              f"cannot use JOBDIR {jobdir}: {exc.strerror or exc}")
+                # before anything was fetched: the command line makes this one line and exit code 2
+                raise CrawlCannotStart(str(exc) if isinstance(exc, JobdirBusy) else
+                                       f"cannot use JOBDIR {jobdir}: {exc.strerror or exc}") from None
             try:
                 pending, seen_bytes = recover(journal)
             except OSError as exc:
                 journal.release()
-                _exit_clearly(f"cannot write the crawl state in JOBDIR {jobdir} ({exc.filename}): {exc.strerror}; "
-                              "free disk space or make it writable, then run the same command")
+                raise CrawlCannotStart(f"cannot write the crawl state in JOBDIR {jobdir} ({exc.filename}): "
+                                       f"{exc.strerror}; free disk space or make it writable, then run the same "
+                                       "command") from None
         sched = super().from_crawler(crawler)
         sched.journal, sched.replay, sched.seen_bytes = journal, pending, seen_bytes
         setattr(crawler, _ATTR, journal)

@@ -66,6 +66,13 @@ JOBDIR = os.environ.get("ZHDEDUP_JOBDIR") or None
 # scheduler queue and the URL dupefilter into the store's Redis (scrapy-redis, crawler/distributed.py),
 # so several `scrapy crawl` processes split one crawl. Details: docs/scale-out.md.
 ZHDEDUP_DISTRIBUTED = False
+DISTRIBUTED_JOB = ""            # the shared crawl's name (env ZHDEDUP_CRAWL_JOB; default: the spider's name)
+DISTRIBUTED_IDLE_CLOSE_SECONDS = 10.0   # a worker closes after the shared queue was empty this long
+DISTRIBUTED_POLL_SECONDS = 0.5          # how often an idle worker looks at the shared queue
+DISTRIBUTED_WORKER_TTL = 30.0           # a killed worker's leases go back to the queue after this
+DISTRIBUTED_SEEN_CACHE = 100_000        # fingerprints this process knows are in the shared seen set
+DISTRIBUTED_REDIS_OUTAGE_SECONDS = 60.0  # Redis away this long (restarts tried meanwhile): the crawl stops
+# (the add-on sets DISTRIBUTED_*_KEY, REDIS_URL and scrapy-redis' SCHEDULER_* from the store's Redis)
 ADDONS = {"crawler.distributed.DistributedAddon": 0,  # does nothing unless distributed mode is on
           "crawler.resume.ResumeAddon": 1}             # journaled scheduler whenever JOBDIR is set
 
@@ -85,6 +92,9 @@ ITEM_PIPELINES = {
     "pipelines.dedup.DedupPipeline": 300,
     "pipelines.store.StorePipeline": 500,
 }
+# The pipelines' settings (EXTRACT_*, ZHDEDUP_SIMHASH_K and the dedup levers, ZHDEDUP_STORE*, the worker
+# processes, ZHDEDUP_INFRINGEMENT ...) are declared with their defaults in pipelines/settings.py:
+from pipelines.settings import *  # noqa: E402,F401,F403
 # Scrapy's depth limit, but links it cuts are counted and recorded as skipped (depth_limit)
 SPIDER_MIDDLEWARES = {"scrapy.spidermiddlewares.depth.DepthMiddleware": None,
                       "crawler.middlewares.RecordedDepthMiddleware": 900}
@@ -99,26 +109,11 @@ EXTENSIONS = {
 }
 ZHDEDUP_PROGRESS_ENABLED = True
 ZHDEDUP_PROGRESS_INTERVAL = 0   # seconds between progress lines; 0 = 5 s on a terminal, 30 s in a log file
-ZHDEDUP_LOG_STORED = False      # True: an INFO line per stored page (new matches are always logged)
 ZHDEDUP_OUTCOMES = True         # record stored / unchanged / duplicate / skipped / failed per URL and run
-ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k (0..8) between 64-bit SimHashes;
-                                # the Redis index's block layout follows k (a change rebuilds it)
-ZHDEDUP_PASSAGES = True         # third dedup step: pages sharing passages that cover >= the coverage below
-ZHDEDUP_PASSAGE_COVERAGE = 0.75
-ZHDEDUP_SKETCH_MIN_SHARED = 2   # sketch values a kept page must share to be verified by passages
-ZHDEDUP_PASSAGE_CANDIDATES = 8  # kept pages verified per page, best first
-ZHDEDUP_INFRINGEMENT = True     # compare every kept page with the registered source library
-ZHDEDUP_MIN_MATCH_SCORE = 0.0   # matches below this score are not recorded
+ZHDEDUP_OUTCOMES_BATCH = 500    # outcomes written to the store per batch
 ZHDEDUP_PROFILES = ""           # extra profile files (comma separated) besides crawler/profiles/*
 ZHDEDUP_REPORT = ""             # write a JSON summary of the crawl (kept and dropped URLs) here
 ZHDEDUP_REPORT_MAX_ENTRIES = 100_000  # URLs listed per kept/dropped list in that report (the rest counted)
-ZHDEDUP_STORE = {}              # overrides for StoreConfig.from_env, e.g. -s 'ZHDEDUP_STORE={"db_name": "t"}'
-ZHDEDUP_STORE_THREADS = 4       # threads for blocking store calls, so downloads go on meanwhile
-ZHDEDUP_FINGERPRINT_WORKERS = "auto"  # worker processes that fingerprint (0: in the crawler, ~0.5 ms/page);
-ZHDEDUP_EXTRACT_WORKERS = "auto"      # ... and extract (~2 ms/page), one pool; auto = 1 with 2+ CPUs, else 0
-                                      # (the crawler is bound to one core; see docs/performance.md)
-ZHDEDUP_STORE_BATCH = 100       # pages saved per MongoDB write at most (pages arriving during a write go in the next)
-ZHDEDUP_STORE_BATCH_MS = 0      # extra wait before a write, to batch more (widens the Redis-loss window)
 
 # --- Watch mode and alerts (python -m crawler watch; docs in README "Watch mode and notices") ----------
 ZHDEDUP_WATCH_EVERY = 300       # default seconds between two rounds of a watched URL (per site in the store)

@@ -105,11 +105,6 @@ def page_id(canonical: str) -> str:
     return hashlib.blake2b(canonical.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def same_host(url: str, hosts: set[str]) -> bool:
-    """True when url's host:port is one of hosts (a leading 'www.' is ignored)."""
-    return host_key(url) in hosts
-
-
 def host_key(url: str) -> str:
     """host[:port] of a URL in lower case, without a leading 'www.'."""
     netloc = urlsplit(url).netloc.lower()

@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     from scrapy.crawler import CrawlerProcess
+
+    from crawler.commands.crawl import catch_cannot_start
     from scrapy.settings import Settings
 
     settings = Settings()
@@ -67,6 +69,6 @@ def run(args: argparse.Namespace) -> int:
     spider_args = {"urls": ",".join(args.urls), "profiles": ",".join(args.profile), "rounds": args.rounds}
     if args.every is not None:
         spider_args["every"] = args.every
-    process.crawl("watch", **spider_args)
+    cannot_start = catch_cannot_start(process.crawl("watch", **spider_args))
     process.start()
-    return 0
+    return 2 if cannot_start else 0

@@ -280,9 +280,10 @@ def _user_words(path: str | None) -> list[str]:
     return [line.split()[0] for line in read_text(path).splitlines() if line.strip()]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m fingerprint", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser(prog: str = "python -m fingerprint") -> argparse.ArgumentParser:
+    """The argparse tree for `python -m fingerprint` (prog: the name usage lines show)."""
+    p = OneLineParser(prog=prog, description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"{FINGERPRINT_VERSION} "
                    f"({'compiled kernels' if speedups.available() else 'numpy only: fingerprint/_speedups.c not built'})")
     sub = p.add_subparsers(dest="command", required=True)
@@ -320,9 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m fingerprint") -> int:
     """Entry point: user mistakes print one line and return 2; a closed pipe (| head) ends quietly."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     try:
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush

@@ -106,11 +106,6 @@ def initials_text(text: str) -> str:
     return "".join(LETTERS[c - 1] for c in codes.tolist())
 
 
-def sentence_cuts(text: str) -> list[int]:
-    """Letter-stream indices where a sentence ends (candidate window boundaries)."""
-    return _stream(text, cuts=True)[2]
-
-
 def windows(n_letters: int, cuts: list[int], params: DnaParams = DEFAULT_PARAMS) -> list[tuple[int, int]]:
     """[start, end) letter ranges of the DNA windows."""
     m, step = params.granularity, params.step

@@ -8,7 +8,9 @@ from typing import Any, Callable, TypeVar
 
 from scrapy import signals
 
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats
+from pipelines.errors import CrawlCannotStart
 from pipelines.params import dedup_params
 
 logger = logging.getLogger(__name__)
@@ -121,11 +123,10 @@ class _StoreHolder:
         try:
             self.store = open_store(StoreConfig.from_env(**overrides))
         except StorageError as exc:
-            # One clear message naming the server or path and the fix, not a stack trace; exit code 2.
+            # One clear message naming the server or path and the fix (the command line makes it exit 2).
             # Nothing has been fetched or written yet, so stopping here loses nothing.
-            logger.critical("cannot open the store: %s", exc)
-            raise SystemExit(2) from None
-        self.executor = ThreadPoolExecutor(max_workers=crawler.settings.getint("ZHDEDUP_STORE_THREADS", 4),
+            raise CrawlCannotStart(f"cannot open the store: {exc}") from None
+        self.executor = ThreadPoolExecutor(max_workers=crawler.settings.getint("ZHDEDUP_STORE_THREADS", defaults.ZHDEDUP_STORE_THREADS),
                                            thread_name_prefix="zhdedup-store")
         self.write_threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="zhdedup-store-write")
         self.run_id: Any = None

@@ -24,7 +24,9 @@ from typing import Any, Callable, TypeVar
 
 from scrapy import signals
 
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats as st
+from pipelines.errors import CrawlCannotStart
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,8 +46,8 @@ def usable_cpus() -> int:
 
 def worker_count(settings: Any, name: str) -> int:
     """A workers setting as a number: "auto" is 1 with two or more usable CPUs, else 0 (inline); a bad value
-    stops the crawl before anything is fetched (one CRITICAL line, exit 2)."""
-    value = settings.get(name, "auto")
+    raises CrawlCannotStart (nothing fetched yet)."""
+    value = settings.get(name, getattr(defaults, name))
     if str(value).strip().lower() == "auto":
         return 1 if usable_cpus() >= 2 else 0
     try:
@@ -53,9 +55,8 @@ def worker_count(settings: Any, name: str) -> int:
     except (TypeError, ValueError):
         count = -1
     if count < 0:
-        logger.critical("bad setting %s=%r: give a number of worker processes (0 = in the crawler) or auto",
-                        name, value)
-        raise SystemExit(2)
+        raise CrawlCannotStart(f"bad setting {name}={value!r}: give a number of worker processes "
+                               "(0 = in the crawler) or auto")
     return count
 
 

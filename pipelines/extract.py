@@ -12,6 +12,7 @@ from itemadapter import ItemAdapter
 
 from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
 from extract.template import HeldTemplates, SiteTemplates
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines._workers import WorkerPool, pool_for, worker_count
 from pipelines.drops import SkippedItem
 from pipelines.stats import TEMPLATE_STRIPPED
@@ -85,14 +86,14 @@ class ExtractPipeline:
         first pages wait for its template; less once the crawl has nothing more to fetch) and
         ZHDEDUP_EXTRACT_WORKERS (auto)."""
         s = crawler.settings
-        min_chars = s.getint("EXTRACT_MIN_CHARS", MIN_CHARS)
+        min_chars = s.getint("EXTRACT_MIN_CHARS", defaults.EXTRACT_MIN_CHARS)
         templates = None
-        if s.getbool("EXTRACT_TEMPLATES", True):
-            templates = SiteTemplates(min_pages=s.getint("EXTRACT_TEMPLATE_MIN_PAGES", 3), min_keep=min_chars)
+        if s.getbool("EXTRACT_TEMPLATES", defaults.EXTRACT_TEMPLATES):
+            templates = SiteTemplates(min_pages=s.getint("EXTRACT_TEMPLATE_MIN_PAGES", defaults.EXTRACT_TEMPLATE_MIN_PAGES), min_keep=min_chars)
         pool = pool_for(crawler) if worker_count(s, "ZHDEDUP_EXTRACT_WORKERS") > 0 else None
-        return cls(stats=crawler.stats, min_chars=min_chars, fast=s.getbool("EXTRACT_FAST", False),
-                   max_bytes=s.getint("EXTRACT_MAX_BYTES", MAX_BYTES), templates=templates,
-                   warmup_seconds=s.getfloat("EXTRACT_TEMPLATE_WARMUP_SECONDS", 5.0), pool=pool,
+        return cls(stats=crawler.stats, min_chars=min_chars, fast=s.getbool("EXTRACT_FAST", defaults.EXTRACT_FAST),
+                   max_bytes=s.getint("EXTRACT_MAX_BYTES", defaults.EXTRACT_MAX_BYTES), templates=templates,
+                   warmup_seconds=s.getfloat("EXTRACT_TEMPLATE_WARMUP_SECONDS", defaults.EXTRACT_TEMPLATE_WARMUP_SECONDS), pool=pool,
                    drained=crawl_drained(crawler))
 
     def open_spider(self, spider: Any = None) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats
 from pipelines._store import run_blocking, store_for
 from storage.errors import StorageUnavailable
@@ -34,9 +35,9 @@ class InfringementPipeline:
     @classmethod
     def from_crawler(cls, crawler) -> "InfringementPipeline":
         """Off with ZHDEDUP_INFRINGEMENT=False; reads ZHDEDUP_MIN_MATCH_SCORE."""
-        if not crawler.settings.getbool("ZHDEDUP_INFRINGEMENT", True):
+        if not crawler.settings.getbool("ZHDEDUP_INFRINGEMENT", defaults.ZHDEDUP_INFRINGEMENT):
             raise NotConfigured("ZHDEDUP_INFRINGEMENT is off")
-        return cls(crawler, crawler.settings.getfloat("ZHDEDUP_MIN_MATCH_SCORE", 0.0))
+        return cls(crawler, crawler.settings.getfloat("ZHDEDUP_MIN_MATCH_SCORE", defaults.ZHDEDUP_MIN_MATCH_SCORE))
 
     def _load_source(self, source_id: str) -> dict | None:
         """A registered work (text, licensed_sites), cached: sources rarely change during a crawl."""

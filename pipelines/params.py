@@ -1,22 +1,19 @@
 """The dedup settings, read once: ZHDEDUP_SIMHASH_K and friends -> fingerprint.neardup.NearDupParams."""
 from __future__ import annotations
 
-import logging
-
 from fingerprint.neardup import NearDupParams
-
-logger = logging.getLogger(__name__)
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
+from pipelines.errors import CrawlCannotStart
 
 
 def dedup_params(settings) -> NearDupParams:
-    """NearDupParams from the settings; a bad value stops the crawl before anything is fetched (exit 2)."""
+    """NearDupParams from the settings; a bad value raises CrawlCannotStart (nothing fetched yet)."""
     try:
-        return NearDupParams(k=settings.getint("ZHDEDUP_SIMHASH_K", 3),
-                             min_shared=settings.getint("ZHDEDUP_SKETCH_MIN_SHARED", 2),
-                             min_coverage=settings.getfloat("ZHDEDUP_PASSAGE_COVERAGE", 0.75),
-                             max_candidates=settings.getint("ZHDEDUP_PASSAGE_CANDIDATES", 8),
-                             passages=settings.getbool("ZHDEDUP_PASSAGES", True))
+        return NearDupParams(k=settings.getint("ZHDEDUP_SIMHASH_K", defaults.ZHDEDUP_SIMHASH_K),
+                             min_shared=settings.getint("ZHDEDUP_SKETCH_MIN_SHARED", defaults.ZHDEDUP_SKETCH_MIN_SHARED),
+                             min_coverage=settings.getfloat("ZHDEDUP_PASSAGE_COVERAGE", defaults.ZHDEDUP_PASSAGE_COVERAGE),
+                             max_candidates=settings.getint("ZHDEDUP_PASSAGE_CANDIDATES", defaults.ZHDEDUP_PASSAGE_CANDIDATES),
+                             passages=settings.getbool("ZHDEDUP_PASSAGES", defaults.ZHDEDUP_PASSAGES))
     except ValueError as exc:
-        logger.critical("bad dedup setting: %s (ZHDEDUP_SIMHASH_K, ZHDEDUP_SKETCH_MIN_SHARED, "
-                        "ZHDEDUP_PASSAGE_COVERAGE, ZHDEDUP_PASSAGE_CANDIDATES)", exc)
-        raise SystemExit(2) from None
+        raise CrawlCannotStart(f"bad dedup setting: {exc} (ZHDEDUP_SIMHASH_K, ZHDEDUP_SKETCH_MIN_SHARED, "
+                               "ZHDEDUP_PASSAGE_COVERAGE, ZHDEDUP_PASSAGE_CANDIDATES)") from None

@@ -13,20 +13,20 @@ from typing import Any
 
 from itemadapter import ItemAdapter
 
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats
 from pipelines._store import GroupCommit, store_for
 
 # Item fields that are transport only, never stored.
 TRANSIENT = {"body", "headers", "exchange", "profile", "dedup", "matches"}
-BATCH = 100
-BATCH_MS = 0.0
 logger = logging.getLogger(__name__)
 
 
 class StorePipeline:
     """Saves every item that reached it (new pages) with save_pages; counts zhdedup/stored."""
 
-    def __init__(self, crawler, log_stored: bool = False, batch: int = BATCH, batch_ms: float = BATCH_MS) -> None:
+    def __init__(self, crawler, log_stored: bool = False, batch: int = defaults.ZHDEDUP_STORE_BATCH,
+                 batch_ms: float = defaults.ZHDEDUP_STORE_BATCH_MS) -> None:
         self.crawler = crawler
         self.store = store_for(crawler)
         self.log_stored = log_stored
@@ -37,8 +37,9 @@ class StorePipeline:
         """Open the shared store; ZHDEDUP_LOG_STORED=True logs a line per stored page; ZHDEDUP_STORE_BATCH
         (100) pages at most per write, ZHDEDUP_STORE_BATCH_MS (0) extra wait before a write."""
         s = crawler.settings
-        return cls(crawler, s.getbool("ZHDEDUP_LOG_STORED", False), s.getint("ZHDEDUP_STORE_BATCH", BATCH),
-                   s.getfloat("ZHDEDUP_STORE_BATCH_MS", BATCH_MS))
+        return cls(crawler, s.getbool("ZHDEDUP_LOG_STORED", defaults.ZHDEDUP_LOG_STORED),
+                   s.getint("ZHDEDUP_STORE_BATCH", defaults.ZHDEDUP_STORE_BATCH),
+                   s.getfloat("ZHDEDUP_STORE_BATCH_MS", defaults.ZHDEDUP_STORE_BATCH_MS))
 
     @staticmethod
     def document(item: Any) -> dict:

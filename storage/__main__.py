@@ -108,9 +108,9 @@ def _print_status(st: dict[str, Any]) -> None:
         print(f"evidence {st['evidence']}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m storage") -> int:
     """Entry point; returns the exit code (errors print one line, no stack trace)."""
-    p = OneLineParser(prog="python -m storage", description=__doc__)
+    p = OneLineParser(prog=prog, description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("status", help="servers in use, whether they answer, counts")
     s.add_argument("--json", action="store_true", help="print the status as JSON")
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: {info.shown_uri} (pid {info.pid})")
             return 0
         if args.cmd == "purge" and not (args.site or args.url or args.before):
-            p.error("purge needs --site, --url or --before")
+            pg.error("purge needs --site, --url or --before")
         with open_store(config) as store:
             if args.cmd == "rebuild-index":
                 print(f"indexed {store.rebuild_index()} pages")

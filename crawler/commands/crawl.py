@@ -2,12 +2,15 @@
 
 - A spider argument our spiders cannot use (unknown name, bad URL, unknown profile, no target) ends the
   command before anything starts: one line on stderr naming the problem and the accepted values, exit 2.
+- A bad setting, or a store or JOBDIR the crawl cannot use (CrawlCannotStart, raised while the crawl is
+  set up): one CRITICAL line naming it and the fix, exit 2.
 - A crawl that finished without fetching a single page because every request failed (e.g. offline), or
   that was stopped because the store could not be written, exits 1 after a line saying why.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import sys
 from typing import Any
@@ -16,10 +19,12 @@ from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError,
                                DownloadTimeoutError)
 from scrapy.spiderloader import get_spider_loader
+from twisted.internet.defer import Deferred
 
 from crawler.siteprofiles import ProfileError
 from crawler.spiders.base import PageSpider, SpiderArgumentError
 from pipelines import stats as names
+from pipelines.errors import CrawlCannotStart
 
 logger = logging.getLogger(__name__)
 FAILED_EXIT = 1
@@ -51,6 +56,33 @@ def crawl_failure(stats: dict[str, Any]) -> str | None:
         return None  # e.g. a distributed worker whose share of the queue was empty
     shown = ", ".join(f"{name} x{n}" for name, n in sorted(failed.items(), key=lambda kv: -kv[1]))
     return f"nothing could be fetched: every request failed ({shown})"
+
+
+def catch_cannot_start(crawl: Deferred | asyncio.Future) -> list[CrawlCannotStart]:
+    """Log a crawl's CrawlCannotStart as one CRITICAL line instead of a traceback; the returned list holds
+    it once the crawl process has run, so the command can exit USAGE_EXIT."""
+    caught: list[CrawlCannotStart] = []
+
+    def seen(exc: BaseException | None) -> bool:
+        while exc is not None and not isinstance(exc, CrawlCannotStart):
+            exc = exc.__context__   # Scrapy's cleanup of a half-opened engine can fail on top of ours
+        if exc is None:
+            return False
+        logger.critical("%s", exc)
+        caught.append(exc)
+        return True
+
+    def done(task: asyncio.Future) -> None:
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None and not seen(exc):   # reading it stopped asyncio's own report: report it as asyncio would
+            task.get_loop().call_exception_handler({"message": "Task exception was never retrieved",
+                                                    "exception": exc, "future": task})
+
+    if isinstance(crawl, Deferred):   # a Twisted reactor runs the crawl
+        crawl.addErrback(lambda failure: None if seen(failure.value) else failure)
+    else:                             # an asyncio task (Scrapy 2.14+)
+        crawl.add_done_callback(done)
+    return caught
 
 
 class Command(ScrapyCrawl):
@@ -88,8 +120,11 @@ class Command(ScrapyCrawl):
         for name in QUIET_LOGGERS:
             logging.getLogger(name).addFilter(NoNetworkTraceback())
         crawler = self._create_crawler(args[0])
-        self.crawler_process.crawl(crawler, **opts.spargs)
+        cannot_start = catch_cannot_start(self.crawler_process.crawl(crawler, **opts.spargs))
         self.crawler_process.start()
+        if cannot_start:
+            self.exitcode = USAGE_EXIT
+            return
         if self.crawler_process.bootstrap_failed:
             self.exitcode = FAILED_EXIT
             return

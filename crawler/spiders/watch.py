@@ -23,6 +23,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.sitemap import Sitemap
 from twisted.python.failure import Failure
 
+from crawler import settings as defaults   # every setting's default, declared once
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
 from crawler.spiders.base import failure_reason
 from crawler.spiders.fiction import CHAPTER_TEXT, FictionSpider
@@ -107,10 +108,10 @@ class WatchSpider(FictionSpider):
         """Default interval from ZHDEDUP_WATCH_EVERY; rounds scheduled from spider_idle."""
         spider = super().from_crawler(crawler, *args, **kwargs)
         if spider.every is None:
-            spider.every = crawler.settings.getfloat("ZHDEDUP_WATCH_EVERY", 300.0)
+            spider.every = crawler.settings.getfloat("ZHDEDUP_WATCH_EVERY", defaults.ZHDEDUP_WATCH_EVERY)
         if spider.every <= 0:
             raise NotConfigured(f"watch interval must be > 0 seconds, not {spider.every}")
-        spider.followup = crawler.settings.getbool("ZHDEDUP_WATCH_FOLLOWUP", True)
+        spider.followup = crawler.settings.getbool("ZHDEDUP_WATCH_FOLLOWUP", defaults.ZHDEDUP_WATCH_FOLLOWUP)
         crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.sleep, signal=signals.spider_closed)
         crawler.signals.connect(spider.entry_done, signal=signals.item_scraped)

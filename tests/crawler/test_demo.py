@@ -1,4 +1,5 @@
-"""The README's main command: `python -m crawler demo` serves, crawls with both spiders, reports."""
+"""The README's main command: `zhdedup demo` (the console script; `python -m crawler demo` is the same) serves,
+crawls with both spiders, reports."""
 from __future__ import annotations
 
 import os
@@ -20,7 +21,8 @@ def test_demo_keeps_originals_and_names_the_copies(servers, tmp_path):
     config = servers.config(var_dir=str(tmp_path / "var"))
     env = {**os.environ, "MONGO_URI": config.mongo_uri, "REDIS_URL": config.redis_url,
            "ZHDEDUP_DB": config.db_name, "ZHDEDUP_PREFIX": config.key_prefix, "ZHDEDUP_VAR": config.var_dir}
-    proc = subprocess.run([sys.executable, "-m", "crawler", "demo", "--port", "0"], cwd=PROJECT_ROOT,
+    entry = "import sys; from zhdedup_cli import main; sys.exit(main())"   # what the `zhdedup` script runs
+    proc = subprocess.run([sys.executable, "-c", entry, "demo", "--port", "0"], cwd=PROJECT_ROOT,
                           env=env, capture_output=True, text=True, timeout=220)
     out = proc.stdout
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]

@@ -5,6 +5,7 @@ import asyncio
 import dataclasses
 import inspect
 import os
+import re
 import signal
 
 import pytest
@@ -14,6 +15,7 @@ from scrapy.utils.test import get_crawler
 from crawler.demo_site.content import STORIES
 from crawler.urls import page_id
 from pipelines.drops import SkippedItem
+from pipelines.errors import CrawlCannotStart
 from pipelines.extract import ExtractPipeline
 from pipelines.fingerprint import FingerprintPipeline
 from pipelines.stats import WORKERS_CPU_MS
@@ -109,7 +111,7 @@ def test_a_killed_worker_loses_no_page(caplog):
     crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="done")
 
 
-def test_worker_settings_auto_and_bad_values(monkeypatch, caplog):
+def test_worker_settings_auto_and_bad_values(monkeypatch):
     from scrapy.settings import Settings
 
     from pipelines import _workers
@@ -120,6 +122,5 @@ def test_worker_settings_auto_and_bad_values(monkeypatch, caplog):
         assert _workers.worker_count(Settings({"ZHDEDUP_EXTRACT_WORKERS": " Auto "}), "ZHDEDUP_EXTRACT_WORKERS") == expected
     assert _workers.worker_count(Settings({"ZHDEDUP_EXTRACT_WORKERS": "3"}), "ZHDEDUP_EXTRACT_WORKERS") == 3
     for bad in ("many", "-1", "1.5"):
-        with pytest.raises(SystemExit) as stop:
+        with pytest.raises(CrawlCannotStart, match=re.escape(f"ZHDEDUP_FINGERPRINT_WORKERS={bad!r}")):
             _workers.worker_count(Settings({"ZHDEDUP_FINGERPRINT_WORKERS": bad}), "ZHDEDUP_FINGERPRINT_WORKERS")
-        assert stop.value.code == 2 and f"ZHDEDUP_FINGERPRINT_WORKERS={bad!r}" in caplog.text
