@@ -20,6 +20,7 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet.threads import deferToThread
 
+from crawler import settings as defaults   # every setting's default, declared once
 from pipelines._store import store_for
 from pipelines.stats import EVIDENCE_CAPTURE_FAILURES as CAPTURE_FAILURES
 from pipelines.stats import EVIDENCE_CAPTURES as CAPTURES
@@ -113,11 +114,12 @@ class MatchCapture:
     def from_crawler(cls, crawler: Any) -> "MatchCapture":
         """Off (silently) unless ZHDEDUP_CAPTURE_AT_MATCH; on, off with one line without Chromium."""
         s = crawler.settings
-        if not s.getbool("ZHDEDUP_CAPTURE_AT_MATCH", False):
+        if not s.getbool("ZHDEDUP_CAPTURE_AT_MATCH", defaults.ZHDEDUP_CAPTURE_AT_MATCH):
             raise NotConfigured
         try:
-            capturer = Capturer.configured(s.getbool("ZHDEDUP_CAPTURE", True), s.get("ZHDEDUP_CHROMIUM") or "",
-                                           s.getfloat("ZHDEDUP_CAPTURE_TIMEOUT", 30.0))
+            capturer = Capturer.configured(s.getbool("ZHDEDUP_CAPTURE", defaults.ZHDEDUP_CAPTURE),
+                                           s.get("ZHDEDUP_CHROMIUM") or "",
+                                           s.getfloat("ZHDEDUP_CAPTURE_TIMEOUT", defaults.ZHDEDUP_CAPTURE_TIMEOUT))
         except CaptureOff as exc:
             raise NotConfigured(str(exc)) from exc
         return cls(crawler, capturer)

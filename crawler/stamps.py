@@ -17,6 +17,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import reactor, task
 from twisted.internet.threads import deferToThread
 
+from crawler import settings as defaults   # every setting's default, declared once
 from pipelines._store import store_for
 from pipelines.stats import EVIDENCE_STAMP_FAILURES as STAMP_FAILURES
 from pipelines.stats import EVIDENCE_STAMPS as STAMPS
@@ -49,16 +50,17 @@ class EvidenceStamper:
     def from_crawler(cls, crawler) -> "EvidenceStamper":
         """ZHDEDUP_TSA_URL, ZHDEDUP_TSA_CA, ZHDEDUP_TSA_INTERVAL, ZHDEDUP_TSA_TIMEOUT, ZHDEDUP_TSA_BACKOFF_MAX."""
         s = crawler.settings
-        if not s.getbool("ZHDEDUP_INFRINGEMENT", True):
+        if not s.getbool("ZHDEDUP_INFRINGEMENT", defaults.ZHDEDUP_INFRINGEMENT):
             raise NotConfigured("ZHDEDUP_INFRINGEMENT is off: no evidence to timestamp")
         try:
             client = make_client_or_none(s.get("ZHDEDUP_TSA_URL") or "", s.get("ZHDEDUP_TSA_CA") or "",
-                                         s.getfloat("ZHDEDUP_TSA_TIMEOUT", 10.0))
+                                         s.getfloat("ZHDEDUP_TSA_TIMEOUT", defaults.ZHDEDUP_TSA_TIMEOUT))
         except TSANotConfigured as exc:
             raise NotConfigured(f"evidence is not timestamped: {exc}") from exc
         if client is None:
             raise NotConfigured("ZHDEDUP_TSA_URL is not set: evidence is not timestamped")
-        return cls(crawler, client, s.getfloat("ZHDEDUP_TSA_INTERVAL", 0.0), s.getfloat("ZHDEDUP_TSA_BACKOFF_MAX", 300))
+        return cls(crawler, client, s.getfloat("ZHDEDUP_TSA_INTERVAL", defaults.ZHDEDUP_TSA_INTERVAL),
+                   s.getfloat("ZHDEDUP_TSA_BACKOFF_MAX", defaults.ZHDEDUP_TSA_BACKOFF_MAX))
 
     def spider_opened(self, spider: Any) -> None:
         """Start looking at the head every POLL seconds."""
