@@ -189,8 +189,10 @@ class DedupIndex(Protocol):
 class DedupEngine:
     """The one crawl-time dedup decision: check a page against the kept ones, keep it if it is new."""
 
-    def __init__(self, params: NearDupParams | None = None, index: DedupIndex | None = None) -> None:
+    def __init__(self, params: NearDupParams | None = None, index: DedupIndex | None = None,
+                 trace: bool = False) -> None:
         self.params = params or NearDupParams()
+        self.trace = logging.INFO if trace else logging.DEBUG   # the level every verdict is logged at
         self.index = index if index is not None else MemoryDedupIndex(self.params.k)
         if self.index.k != self.params.k:
             raise ValueError(f"the index serves k={self.index.k}, the parameters ask for k={self.params.k}")
@@ -198,8 +200,8 @@ class DedupEngine:
     def decide(self, doc: DedupDoc) -> Verdict:
         """Exact -> SimHash -> passages; a copy published before its original takes its place."""
         verdict = self._decide(doc)
-        if decisions.isEnabledFor(logging.DEBUG):   # the trail a lost invariant is read back from
-            decisions.debug("page %s %s (published %s): %s", doc.page_id, doc.url, doc.published, verdict)
+        if decisions.isEnabledFor(self.trace):   # the trail a lost invariant is read back from
+            decisions.log(self.trace, "page %s %s (published %s): %s", doc.page_id, doc.url, doc.published, verdict)
         return verdict
 
     def _decide(self, doc: DedupDoc, again: int = MAX_RACES) -> Verdict:
@@ -243,8 +245,9 @@ class DedupEngine:
         p = self.params
         seq, others = self.index.claim_sketch(doc, p.min_shared)
         earlier = sorted((o for o in others if o[2] < seq and o[0] != doc.page_id), key=lambda o: (-o[1], o[2]))
-        if others and decisions.isEnabledFor(logging.DEBUG):
-            decisions.debug("page %s claim %d shares passages with (page, values, claim) %s", doc.page_id, seq, others)
+        if others and decisions.isEnabledFor(self.trace):
+            decisions.log(self.trace, "page %s claim %d shares passages with (page, values, claim) %s", doc.page_id,
+                          seq, others)
         for other, _, _ in earlier[: p.max_candidates]:
             text = self.index.text_of(other)
             coverage = passage_coverage(text, doc.text) if text else 0.0

@@ -120,6 +120,8 @@ class _StoreHolder:
         params = dedup_params(crawler.settings)
         overrides["simhash_k"] = params.k       # the index layout serves exactly this k
         overrides["dedup_params"] = params      # a deferred decision is replayed with these
+        overrides["trace_decisions"] = crawler.settings.getbool("ZHDEDUP_TRACE_DECISIONS",
+                                                                defaults.ZHDEDUP_TRACE_DECISIONS)
         try:
             self.store = open_store(StoreConfig.from_env(**overrides))
         except StorageError as exc:

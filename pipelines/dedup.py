@@ -6,6 +6,7 @@ from typing import Any
 from itemadapter import ItemAdapter
 
 from fingerprint.neardup import DedupDoc, DedupEngine, Verdict, publish_date
+from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats as st
 from pipelines._store import GroupCommit, run_blocking, store_for
 from pipelines.drops import DuplicateItem
@@ -29,7 +30,8 @@ class DedupPipeline:
     def from_crawler(cls, crawler) -> "DedupPipeline":
         """The engine with the settings' parameters (pipelines.params) over the shared store's index."""
         index = RedisDedupIndex(store_for(crawler))
-        return cls(crawler, DedupEngine(dedup_params(crawler.settings), index), index)
+        trace = crawler.settings.getbool("ZHDEDUP_TRACE_DECISIONS", defaults.ZHDEDUP_TRACE_DECISIONS)
+        return cls(crawler, DedupEngine(dedup_params(crawler.settings), index, trace), index)
 
     async def process_item(self, item: Any) -> Any:
         """Decide (in a store thread); keep the page, or record the copy and raise DuplicateItem."""

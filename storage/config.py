@@ -35,6 +35,7 @@ class StoreConfig:
     phantom_seconds: float = 120.0   # an indexed page still missing from MongoDB after this was never saved
     retry_writes: bool | None = None  # the driver's retryable writes; None: off for the embedded server
     dedup_params: "NearDupParams | None" = None  # the crawl's dedup settings: recorded with deferred decisions
+    trace_decisions: bool = False    # the spool replay logs its verdicts at INFO (ZHDEDUP_TRACE_DECISIONS)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "StoreConfig":

@@ -522,6 +522,7 @@ class _Replay:
         self._engines: dict[NearDupParams, DedupEngine] = {}
         self.demoted: dict[str, Verdict] = {}
         self.decided: set[str] = set()
+        self.trace = bool(store.config.trace_decisions)
 
     def engine(self, recorded: dict | None) -> DedupEngine:
         """An engine with the parameters of the crawl that deferred the decision (recorded in its spool
@@ -529,7 +530,7 @@ class _Replay:
         known = {f.name for f in fields(NearDupParams)} - {"k"}
         params = replace(self.default, **{k: v for k, v in (recorded or {}).items() if k in known}, k=self.index.k)
         if params not in self._engines:
-            self._engines[params] = DedupEngine(params, self.index)
+            self._engines[params] = DedupEngine(params, self.index, self.trace)
         return self._engines[params]
 
 

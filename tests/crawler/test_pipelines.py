@@ -212,3 +212,23 @@ def test_a_save_never_waits_behind_a_decision_that_waits_for_it(store, store_con
     finally:
         saved.set()
         _holder(crawler).spider_closed(None)
+
+
+@pytest.mark.parametrize("trace", [True, False])
+def test_trace_decisions_logs_every_verdict_at_info(store, store_config, caplog, trace):
+    """ZHDEDUP_TRACE_DECISIONS: the invariant harness reads a failing run back from these lines."""
+    import logging
+
+    from pipelines._store import _holder
+
+    crawler = crawler_for(store_config, ZHDEDUP_TRACE_DECISIONS=trace)
+    crawler.stats.open_spider()
+    fp, dedup = FingerprintPipeline.from_crawler(crawler), DedupPipeline.from_crawler(crawler)
+    story = "\n".join(STORIES[0]["paragraphs"])
+    caplog.set_level(logging.INFO, logger="zhdedup.decisions")
+    try:
+        asyncio.run(through([fp, dedup], item("http://a.example/1.html", story)))
+    finally:
+        _holder(crawler).spider_closed(None)
+    lines = [r.getMessage() for r in caplog.records if r.name == "zhdedup.decisions" and r.levelno == logging.INFO]
+    assert (len(lines) == 1 and "http://a.example/1.html" in lines[0] and "kind='new'" in lines[0]) is trace, lines

@@ -95,7 +95,7 @@ class Plan:
         out = {"CONCURRENT_REQUESTS": str(self.concurrent), "CONCURRENT_REQUESTS_PER_DOMAIN": str(self.per_domain),
                "ZHDEDUP_EXTRACT_WORKERS": str(self.workers), "ZHDEDUP_FINGERPRINT_WORKERS": str(self.workers),
                "ZHDEDUP_STORE_BATCH": str(self.batch), "ZHDEDUP_STORE_BATCH_MS": str(self.batch_ms),
-               "RETRY_TIMES": "3"}
+               "RETRY_TIMES": "3", "ZHDEDUP_TRACE_DECISIONS": "1"}   # a failing run's logs carry every verdict
         return {**out, **(SHARED if self.distributed else {})}
 
     def short(self) -> str:
