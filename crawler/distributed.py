@@ -50,6 +50,7 @@ from twisted.internet import task, threads
 from crawler import settings as defaults   # every setting's default, declared once
 from crawler.outcomes import recorder_of
 from fingerprint.cliparser import OneLineParser
+from pipelines.errors import CrawlCannotStart
 
 ENABLE_ENV = "ZHDEDUP_DISTRIBUTED"
 POP_SKIP_MAX = 100   # requests of our own popped back in one next_request call at most
@@ -380,14 +381,31 @@ class DistributedScheduler(Scheduler):
     def _key(self, template: str) -> str:
         return template % {"spider": self.spider.name}
 
+    def _open_clients(self, spider: Any) -> None:
+        """scrapy-redis's open; its only Redis call is the last one (the queue's length), but a Redis Cluster
+        client asks a node for the slot map as it is made: a node away then (a wipe, a restart) is waited for
+        like any outage, up to DISTRIBUTED_REDIS_OUTAGE_SECONDS, not a crash (invariant seed 1387)."""
+        start, delay = time.monotonic(), 0.1
+        while True:
+            try:
+                return super().open(spider)
+            except RedisError:
+                if getattr(self, "df", None) is not None:
+                    raise
+                if 0 <= self.outage_limit < time.monotonic() - start:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
     def open(self, spider: Any) -> None:
         """Open queue and dupefilter, register this worker as busy, start the idle poll / heartbeat. Redis
         gone meanwhile (it answered in from_crawler): an outage like any later one, not a crash."""
         try:
-            super().open(spider)   # its only Redis call is the last one (the queue's length)
+            self._open_clients(spider)
         except RedisError as exc:
             if getattr(self, "df", None) is None:
-                raise
+                raise CrawlCannotStart(f"Redis (distributed crawl queue at {self._host()}) unavailable for "
+                                       f"{self.outage_limit:.0f} s at start: {exc}") from exc
             self._redis_failed("open", exc)
         if not isinstance(self.queue, ClaimingPriorityQueue):
             raise NotConfigured("DistributedScheduler needs SCHEDULER_QUEUE_CLASS = "

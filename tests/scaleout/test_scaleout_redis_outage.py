@@ -114,3 +114,40 @@ def test_redis_gone_between_start_and_open_is_an_outage_not_a_crash(tmp_path):
             r.delete(*keys)
     finally:
         srv.stop(var, ("redis",))
+
+
+@pytest.mark.parametrize("back", [True, False])
+def test_a_dupefilter_whose_client_cannot_be_made_at_open_waits_then_says_so(tmp_path, back):
+    """A Redis Cluster client asks a node for the slot map as it is made: with a node away just then (a wipe,
+    a restart) the scheduler's open raised, and the crawler died with a traceback (invariant seed 1387). It
+    waits like any outage; a Redis that stays away ends in CrawlCannotStart (one line, exit 2)."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from crawler import distributed
+    from pipelines.errors import CrawlCannotStart
+    from storage import servers as srv
+
+    url = srv.ensure(tmp_path / "var", "redis").uri
+    calls = []
+
+    class NodeAway(distributed.FingerprintDupeFilter):
+        @classmethod
+        def from_spider(cls, spider):
+            calls.append(time.monotonic())
+            if not back or len(calls) < 3:
+                raise RedisConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+            return super().from_spider(spider)
+
+    try:
+        sched, spider = _built(url)
+        sched.dupefilter_cls = NodeAway
+        sched.outage_limit = 1.0
+        if back:
+            sched.open(spider)
+            assert len(calls) == 3 and sched.df is not None and not sched.redis_down
+            sched.close("finished")
+        else:
+            with pytest.raises(CrawlCannotStart, match="unavailable for 1 s at start"):
+                sched.open(spider)
+    finally:
+        srv.stop(tmp_path / "var")
