@@ -130,6 +130,9 @@ def test_a_server_stopped_without_grace_is_gone_when_the_stop_returns():
     held ("already being managed by another process": invariant seed 1337, early_kill, a loaded machine)."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "secantus"])
     try:
+        deadline = time.monotonic() + 30
+        while not srv.pid_alive(proc.pid, "mongo") and time.monotonic() < deadline:
+            time.sleep(0.01)   # until the child has exec'd (before, /proc shows the parent's command line)
         assert srv.pid_alive(proc.pid, "mongo")
         srv._kill_all([proc.pid], "mongo", timeout=0.0)
         assert not srv.pid_alive(proc.pid, "mongo")
