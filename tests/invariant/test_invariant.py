@@ -25,11 +25,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400),
 # Seeds 315 (cluster, crawler_kill) and 479 (cluster, redis_wipe) hold since the displaced page's entries answer
 # for its displacer and cluster slots carry loss markers; they run in the benchmark. Seed 1024 (stale, redis_wipe)
 # holds since settle_copies breaks a cycle of displacements first; seed 1129 (embedded, redis_wipe) since the repair
-# at open leaves the spooled pages' sketches to their replay. Still open (issue 31): seeds 712 (stale, none) and
-# 1158 (redis, crawler_kill) each failed once in a 100-seed sweep and held on replay (a passage copy decided in the
-# same save batch as a displacement of its story kept beside it; cause not found); seed 1286 (redis, redis_kill at
-# the first page, two distributed crawlers) fails in 5 of 13 replays, a different story each time (two pages
-# kept, or the wrong one kept). Replay with --seed N --kind K --fault F.
+# at open leaves the spooled pages' sketches to their replay; seed 1286 (redis, redis_kill, two distributed crawlers)
+# since undecided pages are marked in MongoDB, their displacer takes over their decision and a dated copy waits for
+# an undated original still deciding; seeds 1337, 1339 and 1387 since the fixes named in their tests. Still open
+# (issue 31): 712 (stale, none), 1158 (redis, crawler_kill), 1307 (cluster, redis_wipe) and 1341 (embedded,
+# redis_wipe) each failed once in a 100-seed sweep and held on replay. Replay with --seed N --kind K --fault F
+# (the harness sets ZHDEDUP_TRACE_DECISIONS: a failing run's kept logs carry every verdict).
 CASES = [
     (10, "embedded", "crawler_kill"),   # SIGKILLed after 9 stored pages; worker process
     (8, "embedded", "early_kill"),      # SIGKILLed 0.6 s in, while it starts the embedded servers
