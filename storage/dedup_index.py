@@ -134,7 +134,7 @@ class RedisDedupIndex:
     def settled(self, page_id: str) -> bool:
         """Wait for a kept page's own decision to end: True once MongoDB holds it, False when it was taken back
         as a copy or displaced; LookupUnavailable when neither happens in time (the caller is deferred)."""
-        if page_id in self.pending:
+        if page_id in self.pending or page_id in self._pages:   # read from MongoDB already (published_of)
             return True
         store = self.store
         for delay in SETTLE_POLL:
