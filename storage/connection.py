@@ -353,7 +353,7 @@ class Connection:
             self._retry("redis", self.redis.set, lost_key(prefix), uuid.uuid4().hex, nx=True, ex=self._loss_window())
         token = self._retry("redis", self.redis.get, lost_key(prefix)) or b""
         lost = self.index.count() is None
-        added = self.reconcile_index(exclude=self.undecided)   # the spool replay decides those
+        added = self.reconcile_index(exclude=self.still_undecided(self.undecided))   # the spool replay decides those
         inflight = self._refill_inflight()   # AOF everysec loses the last second: pages not saved yet too
         self.loss_seen = token
         if not (lost or added or inflight):

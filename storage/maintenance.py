@@ -64,6 +64,15 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         them (another process's repair did, and a later page took one for an original: seed 1286)."""
         return {str(d["_id"]) for d in self._retry("mongo", list, self.pages.find({"undecided": True}, {"_id": 1}))}
 
+    def still_undecided(self, page_ids: set[str]) -> set[str]:
+        """Of pages whose decision was spooled, those MongoDB does not hold as decided (same text saved by a
+        crawler with Redis up, `pages._over_held`): a repair leaves those out, and indexes the others."""
+        if not page_ids:
+            return set()
+        decided = self._retry("mongo", list, self.pages.find(
+            {"_id": {"$in": [to_oid(i) for i in page_ids]}, "undecided": {"$ne": True}}, {"_id": 1}))
+        return page_ids - {str(d["_id"]) for d in decided}
+
     def _rebuild_index(self, saving: dict[str, dict] | None = None,
                        exclude: set[str] | frozenset[str] = frozenset()) -> int:
         """rebuild_index under the lock; pages whose save waits in the spool (`saving`) are indexed too, pages
@@ -403,7 +412,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         pending = {str(e["args"]["doc"]["_id"]): e["args"]["doc"] for e in entries if e["op"] == "save_page"}
         undecided = {e["args"]["page_id"] for e in entries if e["op"] in DECISION_OPS}
         try:
-            self.reconcile_index(exclude=undecided, saving=pending)
+            self.reconcile_index(exclude=self.still_undecided(undecided) | (undecided & set(pending)), saving=pending)
         except StorageUnavailable as e:
             log.warning("index repair skipped: %s", e)
         replay = _Replay(self, pending)
@@ -458,17 +467,20 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
             raise ValueError(f"unknown spool operation {op!r}")
         return None
 
-    def _replay_decision(self, a: dict, replay: "_Replay", stats: dict) -> bool | None:
+    def _replay_decision(self, a: dict, replay: "_Replay", stats: dict, inherited: bool = False) -> bool | None:
         """Decide again, from scratch, a page kept without a full dedup decision; demote it if it is a copy."""
         pid = a["page_id"]
         if pid in replay.decided:
             return None
         page = replay.pending.get(pid) or self._retry("mongo", self.pages.find_one, {"_id": to_oid(pid)})
         if page is None and (heir := self._heir(pid)) is not None and heir not in replay.decided:
-            return self._replay_decision({**a, "page_id": heir}, replay, stats)
+            return self._replay_decision({**a, "page_id": heir}, replay, stats, inherited=True)
         doc = dedup_doc(page) if page is not None else None
         if doc is None:   # never saved (its crawler died first) or fingerprinting was off: nothing to decide
             log.info("spooled check of page %s: no stored page to decide on", pid)
+            return None
+        if not (inherited or pid in replay.pending or page.get("undecided")):   # another crawler decided it
+            log.info("spooled check of page %s: decided meanwhile by another crawler; left as it is", pid)
             return None
         replay.index.forget(doc)   # its own entries out: it is compared with everything else, in spool order
         verdict = replay.engine(a.get("params")).decide(doc)

@@ -19,6 +19,8 @@ from .identity import lost_key
 from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_signed64, to_unsigned64
 
 log = logging.getLogger(__name__)
+
+HELD_STATE = {"url": 1, "undecided": 1, "content_hash": 1}   # what a save reads of a page already held
 MAX_JOINS = 4   # displacements racing with one join before it gives up (each round one of them settles)
 PAGE_TEXT_FIELDS = ("url", "canonical_url", "canonical_claim", "site", "title", "text", "author", "spider")
 
@@ -49,7 +51,7 @@ class PageStore(DuplicateStore):
 
     def save_page(self, doc: dict) -> str:
         """Store a page (upsert by id); returns its id. Spooled if MongoDB stays away."""
-        d = page_doc(doc)
+        d = self._marked(page_doc(doc))
         try:
             page_id = self._retry("mongo", self._save_page, d)
         except StorageUnavailable:
@@ -59,6 +61,10 @@ class PageStore(DuplicateStore):
         self._settle_saved([{**d, "_id": page_id}])
         return page_id
 
+    def _marked(self, doc: dict) -> dict:
+        """A page whose dedup decision this process spooled is saved undecided, whoever calls save."""
+        return {**doc, "undecided": True} if str(doc["_id"]) in self.undecided else doc
+
     def save_pages(self, docs: list[dict]) -> list[str | BadDocument]:
         """Store many pages with one look-up and few writes (what save_page does for each, in order);
         returns each page's id, or the BadDocument that kept that one page out. Spooled if MongoDB stays away."""
@@ -66,7 +72,7 @@ class PageStore(DuplicateStore):
         valid: list[dict] = []
         for doc in docs:
             try:
-                valid.append(page_doc(doc))
+                valid.append(self._marked(page_doc(doc)))
                 results.append("")
             except BadDocument as exc:
                 results.append(exc)
@@ -120,38 +126,43 @@ class PageStore(DuplicateStore):
         pages in one insert_many (the server commits it once, where each replace commits alone), pages
         stored before replaced in order. A page that loses a race or whose URL is stored under another id
         (a re-crawl) takes save_page's path."""
-        held = {d["_id"]: d["url"] for d in self.pages.find({"_id": {"$in": [d["_id"] for d in docs]}}, {"url": 1})}
+        found = self.pages.find({"_id": {"$in": [d["_id"] for d in docs]}}, HELD_STATE)
+        held = {h["_id"]: h for h in found}
         fresh: list[tuple[int, dict]] = []
         stored: list[tuple[int, dict]] = []
         for i, d in enumerate(docs):
             if d["_id"] not in held:
-                held[d["_id"]] = d["url"]
+                held[d["_id"]] = d
                 fresh.append((i, d))
-            elif held[d["_id"]] != d["url"]:  # held in MongoDB, or earlier in this batch, by another URL
-                stored.append((i, self._id_conflict(d, held[d["_id"]])))
+            elif held[d["_id"]]["url"] != d["url"]:  # held in MongoDB, or earlier in this batch, by another URL
+                moved = self._id_conflict(d, held[d["_id"]]["url"])
+                stored.append((i, (moved, {"_id": moved["_id"]}, True)))
             else:
-                stored.append((i, d))
+                stored.append((i, _over_held(d, held[d["_id"]])))
         ids: dict[int, str] = {}
-        for group, write in ((fresh, self._insert_ordered), (stored, self._replace_ordered)):
-            if group:
-                ids.update(zip((i for i, _ in group), write([d for _, d in group])))
+        if fresh:
+            ids.update(zip((i for i, _ in fresh), self._insert_ordered([d for _, d in fresh])))
+        if stored:
+            ids.update(zip((i for i, _ in stored), self._replace_ordered([plan for _, plan in stored])))
         return [ids[i] for i in range(len(docs))]
 
     def _insert_ordered(self, docs: list[dict]) -> list[str]:
         """insert_many in order; a document refused as a duplicate key goes through _save_page, then the rest."""
-        return self._ordered(docs, lambda part: self.pages.insert_many(part, ordered=True))
+        return self._ordered(docs, lambda start: self.pages.insert_many(docs[start:], ordered=True))
 
-    def _replace_ordered(self, docs: list[dict]) -> list[str]:
-        """Upserts by id in one ordered bulk write; a duplicate URL goes through _save_page, then the rest."""
-        return self._ordered(docs, lambda part: self.pages.bulk_write(
-            [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in part], ordered=True))
+    def _replace_ordered(self, plans: list[tuple[dict, dict, bool]]) -> list[str]:
+        """Replaces (document, filter, upsert: `_over_held`) in one ordered bulk write; a duplicate URL goes
+        through _save_page, then the rest."""
+        return self._ordered([d for d, _, _ in plans], lambda start: self.pages.bulk_write(
+            [ReplaceOne(f, d, upsert=up) for d, f, up in plans[start:]], ordered=True))
 
     def _ordered(self, docs: list[dict], write: Any) -> list[str]:
+        """Run write(start) over docs[start:]; a duplicate key goes through _save_page and the rest goes on."""
         ids = [str(d["_id"]) for d in docs]
         start = 0
         while start < len(docs):
             try:
-                write(docs[start:])
+                write(start)
                 break
             except BulkWriteError as exc:  # ordered: the writes before the failed one are done, none after it
                 error = exc.details["writeErrors"][0]
@@ -163,11 +174,12 @@ class PageStore(DuplicateStore):
         return ids
 
     def _save_page(self, d: dict) -> str:
-        held = self.pages.find_one({"_id": d["_id"]}, {"url": 1})
+        held = self.pages.find_one({"_id": d["_id"]}, HELD_STATE)
         if held is not None and held.get("url") != d["url"]:
             d = self._id_conflict(d, held["url"])
+        d, where, upsert = _over_held(d, held) if held is not None and held.get("url") == d["url"] else (d, {"_id": d["_id"]}, True)
         try:
-            self.pages.replace_one({"_id": d["_id"]}, d, upsert=True)
+            self.pages.replace_one(where, d, upsert=upsert)
             return str(d["_id"])
         except DuplicateKeyError:
             # Same URL stored under another id (a re-crawl): update that page, keep its id.
@@ -415,3 +427,18 @@ class PageStore(DuplicateStore):
         if stored.get("sketch"):
             self._retry("redis", self.sketches.unclaim, str(stored["_id"]),
                         [to_unsigned64(v) for v in stored["sketch"]])
+
+
+def _over_held(doc: dict, held: dict) -> tuple[dict, dict, bool]:
+    """How a save replaces a page already held: (document, filter, upsert). An undecided page over the same
+    text already decided (another crawler fetched the URL with Redis up) stays decided: its spooled check
+    would decide it again against an index that the repair built without it (invariant seed 1341). Over a
+    page still undecided it replaces only that, so a decision made meanwhile, or a page moved out to
+    duplicates since, is never undone. Changed text is a new decision."""
+    if not doc.get("undecided"):
+        return doc, {"_id": doc["_id"]}, True
+    if held.get("undecided"):
+        return doc, {"_id": doc["_id"], "undecided": True}, False
+    if held.get("content_hash") == doc.get("content_hash"):
+        doc = {k: v for k, v in doc.items() if k != "undecided"}
+    return doc, {"_id": doc["_id"]}, True

@@ -627,3 +627,47 @@ def test_a_copy_published_earlier_waits_for_the_date_of_an_original_whose_save_i
 
     verdict = DedupEngine(NearDupParams(k=store.config.simhash_k), Interleaved(store)).decide(early)
     assert (verdict.kind, verdict.replaced) == ("new", late.page_id), verdict
+
+
+def test_a_page_another_crawler_decided_is_not_decided_again_by_a_spooled_check(store):
+    """Seed 1341 (embedded, redis_wipe, two crawlers): crawler A kept F (new) and dropped N as F's passage copy;
+    crawler B fetched both while Redis was away, saved them undecided and spooled their checks. B's save took
+    F's decided state away, so the repair after the wipe left F out of the index and the replay decided N
+    first: N new, then F a copy of N, and N's copy record re-pointed to N itself (the story stored 0 times).
+    A save never marks a decided page undecided, and the replay leaves a page decided meanwhile as it is."""
+    from storage.identity import owner_key
+
+    text, copied = _passage_story()
+    first = DedupDoc.of("f" * 32, text, NearDupParams(), url="http://127.0.0.1/f.html")
+    copy = DedupDoc.of("n" * 32, copied, NearDupParams(), url="http://127.0.0.1/n.html")
+    engine = _engine(store)
+    assert engine.decide(first).kind == "new"                  # crawler A
+    store.save_pages([_page(first)])
+    verdict = engine.decide(copy)
+    assert verdict.original == first.page_id, verdict
+    store.record_duplicate({**_copy(copy, first.page_id), "method": "passages", "content_hash": copy.content_hash})
+    saved = [{**_page(copy), "undecided": True}, {**_page(first), "undecided": True}]   # crawler B, Redis away:
+    store._save_pages(saved)                                 # its settle step (the join with N's record) spooled
+    assert "undecided" not in store.get_page(first.page_id)   # decided by A: B's save leaves it decided
+    store.index.clear()
+    store.sketches.clear()
+    store.redis.delete(owner_key(store.config.key_prefix))     # Redis wiped
+    checks = (("index", {"page_id": d.page_id, "k": store.config.simhash_k, "content_hash": d.content_hash,
+                         "simhash": d.simhash}) for d in (copy, first))
+    _spooled_by_another_crawler(store, *checks, ("settle_pages", {"ids": [d["_id"] for d in saved]}))
+    store.replay_spool()
+    pages, copies = _state(store)
+    assert pages == [first.page_id], (pages, copies)
+    assert copies == {"n": first.page_id}, copies
+
+
+@pytest.mark.parametrize("held, text, expect", [("decided", STORY, False), ("decided", OTHER, True),
+                                                 ("undecided", STORY, True)])
+def test_an_undecided_save_never_undoes_a_decision_made_meanwhile(store, held, text, expect):
+    """A page saved undecided over the same page: over the same text decided by another crawler it stays
+    decided; over changed text (a re-crawl) it waits for its own decision; over a page still undecided too."""
+    page, again = _doc("u" * 32, STORY, None), _doc("u" * 32, text, None)
+    store.save_pages([{**_page(page), "undecided": held == "undecided"}])
+    store.save_pages([{**_page(again), "undecided": True}])
+    saved = store.get_page(page.page_id)
+    assert bool(saved.get("undecided")) is expect and saved["content_hash"] == again.content_hash, saved
