@@ -414,6 +414,11 @@ class PageStore(DuplicateStore):
         if isinstance(old.get("content_hash"), str) and isinstance(old.get("simhash"), int):
             self._retry("redis", self.index.transfer, str(old["_id"]), old["content_hash"],
                         to_unsigned64(old["simhash"]), by, keys["content_hash"], to_unsigned64(keys["simhash"]))
+            # a page displaced before whose entry holds the new page's fingerprint: that entry is the new page's
+            # own now, so MongoDB counts it once (`_index_size`)
+            self._retry("mongo", self.duplicates.update_many, {"original_id": str(old["_id"]), "index_alias": True,
+                                                                "simhash": to_signed64(int(keys["simhash"]))},
+                        {"$set": {"index_alias": False}})
         else:
             self._retry("redis", self.index.check, by, keys["content_hash"], to_unsigned64(keys["simhash"]),
                         self.config.simhash_k, True)

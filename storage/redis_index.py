@@ -163,13 +163,16 @@ return 1
 # however far from the displacing page) is a copy of that page. KEYS: the old page's ex bucket, fp bucket,
 # counter, its nb block sets, then the new page's ex bucket, fp bucket and block sets. ARGV: nb, then exact
 # field, id, fp, member of the old page, then of the new page. Only the old fp: entry changes (its ex: and
-# block entries stay as they are). Returns 1 when the old entry was re-pointed.
+# block entries stay as they are), and the new page's fp: entry if it was there already answering for the
+# old page (a page displaced before shared the new page's fingerprint). Returns 1 when the old entry was re-pointed.
 TRANSFER_LUA = r"""
 local base = 3 + tonumber(ARGV[1])
 redis.call('HSET', KEYS[base + 1], ARGV[6], 1)
 if redis.call('HSETNX', KEYS[base + 2], string.sub(ARGV[8], 2), ARGV[7]) == 1 then
   for i = base + 3, #KEYS do redis.call('SADD', KEYS[i], ARGV[9]) end
   redis.call('INCR', KEYS[3])
+elseif redis.call('HGET', KEYS[base + 2], string.sub(ARGV[8], 2)) == ARGV[3] then
+  redis.call('HSET', KEYS[base + 2], string.sub(ARGV[8], 2), ARGV[7])
 end
 if redis.call('HGET', KEYS[2], string.sub(ARGV[4], 2)) == ARGV[3] then
   redis.call('HSET', KEYS[2], string.sub(ARGV[4], 2), ARGV[7])
@@ -482,6 +485,8 @@ class SimHashIndex:
         if self.cluster:
             self._add_known(new_id, new_hash, new_simhash)
             self.repoint(old_id, old_hash, old_simhash, new_id)
+            if new_simhash != old_simhash:   # its fingerprint's entry, if a page displaced before held it for old_id
+                self.repoint(old_id, None, new_simhash, new_id)
             return
         old_bucket, old_field = exact_key_parts(old_hash) if old_hash else (None, b"")
         new_bucket, new_field = exact_key_parts(new_hash)
