@@ -38,7 +38,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.http import Request
@@ -311,6 +311,25 @@ class ClaimingPriorityQueue(PriorityQueue):
 
 # --- scheduler -----------------------------------------------------------------------------------
 
+# what a Redis client raises while it cannot reach the queue's server; a Redis Cluster client that reaches no
+# node as it is made raises RedisClusterException, which is no RedisError
+UNREACHABLE = (RedisError, RedisClusterException)
+
+
+def until_redis_answers(make: Any, limit: float, may_retry: Any = lambda: True) -> Any:
+    """make(), tried again while Redis refuses and may_retry() allows, for up to `limit` seconds (negative:
+    forever): a Redis Cluster client asks a node for the slot map as it is made, and a node away just then
+    (a wipe, a restart) is an outage to wait out, not a crash. The last error goes to the caller."""
+    start, delay = time.monotonic(), 0.1
+    while True:
+        try:
+            return make()
+        except UNREACHABLE:
+            if not may_retry() or 0 <= limit < time.monotonic() - start:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)
+
 
 class DistributedScheduler(Scheduler):
     """scrapy-redis Scheduler that closes the spider when the whole shared crawl is done.
@@ -332,14 +351,15 @@ class DistributedScheduler(Scheduler):
     def from_crawler(cls, crawler: Any) -> "DistributedScheduler":
         """Build on scrapy-redis's constructor, then read the idle/heartbeat settings and hook spider_idle."""
         s = crawler.settings
-        try:
-            sched = super().from_crawler(crawler)
-        except RedisError as exc:
-            from storage import StorageUnavailable
+        limit = s.getfloat("DISTRIBUTED_REDIS_OUTAGE_SECONDS", defaults.DISTRIBUTED_REDIS_OUTAGE_SECONDS)
+        try:   # a Redis Cluster client reads the slot map as it is made (invariant seed 1407: a node restarting)
+            sched = until_redis_answers(lambda: super(DistributedScheduler, cls).from_crawler(crawler), limit)
+        except UNREACHABLE as exc:
+            from storage.errors import mask_credentials
 
-            raise StorageUnavailable("Redis (distributed crawl queue)", f"no answer from {s.get('REDIS_URL')} "
-                                     f"({type(exc).__name__})", "start it (python -m storage start), fix "
-                                     "REDIS_URL, or run without ZHDEDUP_DISTRIBUTED") from None
+            raise CrawlCannotStart(f"Redis (distributed crawl queue at {mask_credentials(s.get('REDIS_URL') or '')}) "
+                                   f"unavailable for {limit:.0f} s at start ({type(exc).__name__}: {exc}): start it "
+                                   "(python -m storage start), fix REDIS_URL, or run without ZHDEDUP_DISTRIBUTED") from None
         sched.crawler = crawler
         sched.idle_close = s.getfloat("DISTRIBUTED_IDLE_CLOSE_SECONDS", defaults.DISTRIBUTED_IDLE_CLOSE_SECONDS)
         sched.poll = max(0.05, s.getfloat("DISTRIBUTED_POLL_SECONDS", defaults.DISTRIBUTED_POLL_SECONDS))
@@ -385,24 +405,15 @@ class DistributedScheduler(Scheduler):
         """scrapy-redis's open; its only Redis call is the last one (the queue's length), but a Redis Cluster
         client asks a node for the slot map as it is made: a node away then (a wipe, a restart) is waited for
         like any outage, up to DISTRIBUTED_REDIS_OUTAGE_SECONDS, not a crash (invariant seed 1387)."""
-        start, delay = time.monotonic(), 0.1
-        while True:
-            try:
-                return super().open(spider)
-            except RedisError:
-                if getattr(self, "df", None) is not None:
-                    raise
-                if 0 <= self.outage_limit < time.monotonic() - start:
-                    raise
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+        return until_redis_answers(lambda: super(DistributedScheduler, self).open(spider), self.outage_limit,
+                                   lambda: getattr(self, "df", None) is None)
 
     def open(self, spider: Any) -> None:
         """Open queue and dupefilter, register this worker as busy, start the idle poll / heartbeat. Redis
         gone meanwhile (it answered in from_crawler): an outage like any later one, not a crash."""
         try:
             self._open_clients(spider)
-        except RedisError as exc:
+        except UNREACHABLE as exc:
             if getattr(self, "df", None) is None:
                 raise CrawlCannotStart(f"Redis (distributed crawl queue at {self._host()}) unavailable for "
                                        f"{self.outage_limit:.0f} s at start: {exc}") from exc

@@ -119,9 +119,10 @@ def test_redis_gone_between_start_and_open_is_an_outage_not_a_crash(tmp_path):
 @pytest.mark.parametrize("back", [True, False])
 def test_a_dupefilter_whose_client_cannot_be_made_at_open_waits_then_says_so(tmp_path, back):
     """A Redis Cluster client asks a node for the slot map as it is made: with a node away just then (a wipe,
-    a restart) the scheduler's open raised, and the crawler died with a traceback (invariant seed 1387). It
+    a restart) the scheduler's open raised (RedisClusterException, which is no RedisError), and the crawler
+    died with a traceback (invariant seeds 1387, 1407). It
     waits like any outage; a Redis that stays away ends in CrawlCannotStart (one line, exit 2)."""
-    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import RedisClusterException
 
     from crawler import distributed
     from pipelines.errors import CrawlCannotStart
@@ -135,7 +136,8 @@ def test_a_dupefilter_whose_client_cannot_be_made_at_open_waits_then_says_so(tmp
         def from_spider(cls, spider):
             calls.append(time.monotonic())
             if not back or len(calls) < 3:
-                raise RedisConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+                raise RedisClusterException("Redis Cluster cannot be connected. Please provide at least one "
+                                            "reachable node: Error 111 connecting to 127.0.0.1:1. Connection refused.")
             return super().from_spider(spider)
 
     try:
@@ -151,3 +153,26 @@ def test_a_dupefilter_whose_client_cannot_be_made_at_open_waits_then_says_so(tmp
                 sched.open(spider)
     finally:
         srv.stop(tmp_path / "var")
+
+
+def test_a_scheduler_whose_cluster_client_cannot_be_made_waits_then_says_so():
+    """The scheduler's own client is made before open (scrapy-redis's from_crawler): a Redis Cluster node away
+    then (a wipe, a restart) crashed the crawler with 'Engine slot not assigned' (invariant seed 1407). It waits
+    like any outage; a node that stays away ends in CrawlCannotStart (one line, exit 2)."""
+    import socket
+
+    from pipelines.errors import CrawlCannotStart
+
+    with socket.socket() as s:   # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    settings = {**distributed_settings(url, "tout:", idle_close_seconds=0),
+                "REQUEST_FINGERPRINTER_CLASS": "crawler.urls.CanonicalRequestFingerprinter",
+                "DISTRIBUTED_REDIS_OUTAGE_SECONDS": 1.0}
+    settings["REDIS_PARAMS"] = {**settings["REDIS_PARAMS"], "redis_cls": "redis.cluster.RedisCluster"}
+    crawler = get_crawler(OutageSpider, settings)
+    crawler.spider = OutageSpider.from_crawler(crawler)
+    started = time.monotonic()
+    with pytest.raises(CrawlCannotStart, match="unavailable for 1 s at start"):
+        DistributedScheduler.from_crawler(crawler)
+    assert time.monotonic() - started >= 1.0
