@@ -36,6 +36,7 @@ class StoreConfig:
     retry_writes: bool | None = None  # the driver's retryable writes; None: off for the embedded server
     dedup_params: "NearDupParams | None" = None  # the crawl's dedup settings: recorded with deferred decisions
     trace_decisions: bool = False    # the spool replay logs its verdicts at INFO (ZHDEDUP_TRACE_DECISIONS)
+    adopt_undecided_seconds: float = 3600.0  # a page undecided this long, its spool elsewhere, is decided at open
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "StoreConfig":

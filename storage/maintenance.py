@@ -2,6 +2,7 @@
 replaying the spool written while a server was away."""
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import logging
 import time
@@ -23,7 +24,7 @@ from .documents import insert_once
 from .errors import StorageUnavailable, mask_credentials
 from .identity import Identity, RepairLock, lock_key, lost_key, owner_key, store_identity
 from .matches import MatchStore
-from .pages import PageStore
+from .pages import UNDECIDED, PageStore, decided
 from .redis_index import decode_id, exact_key_parts, used_memory
 from .runs import RunStore
 from .schema import id_age_seconds, now, to_date, to_oid, to_unsigned64
@@ -408,7 +409,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         """
         stats = {"replayed": 0, "demoted": 0, "failed": 0}
         claimed = [c for c in (self.spool.claim(p) for p in self.spool.pending()) if c is not None]
-        entries = [e for c in claimed for e in self.spool.entries(c)]
+        entries = [e for c in claimed for e in self.spool.entries(c)] + self.adopt_undecided()
         pending = {str(e["args"]["doc"]["_id"]): e["args"]["doc"] for e in entries if e["op"] == "save_page"}
         undecided = {e["args"]["page_id"] for e in entries if e["op"] in DECISION_OPS}
         try:
@@ -435,6 +436,26 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                         stats["replayed"], stats["demoted"], stats["failed"])
         return stats
 
+    def adopt_undecided(self) -> list[dict]:
+        """Checks to replay for pages kept undecided longer than adopt_undecided_seconds: their spool is not
+        here (a crawler on another machine that never ran again, a spool lost with its disk), and until decided
+        they are in no index, so their copies would be kept. Each page is taken by one process (its mark's
+        time moves on); the crawler that spooled it, if it comes back, finds it decided and leaves it."""
+        limit = self.config.adopt_undecided_seconds
+        if limit < 0:
+            return []
+        cutoff = now() - dt.timedelta(seconds=limit)
+        old = {"undecided": True, "$or": [{"undecided_since": {"$lt": cutoff}}, {"undecided_since": None}]}
+        taken = []
+        for page in self._retry("mongo", list, self.pages.find(old, {"_id": 1})):
+            if self._retry("mongo", self.pages.find_one_and_update, {"_id": page["_id"], **old},
+                           {"$set": {"undecided_since": now()}}, {"_id": 1}) is not None:
+                taken.append({"op": "recheck", "args": {"page_id": str(page["_id"]), "why": "adopted"}})
+        if taken:
+            log.warning("%d pages kept undecided for over %.0f s, their spooled checks not here (another machine, or "
+                        "a spool lost): decided now", len(taken), limit)
+        return taken
+
     def _replay_one(self, op: str, a: dict, replay: "_Replay", stats: dict) -> bool | None:
         if op in DECISION_OPS:
             return self._replay_decision(a, replay, stats)
@@ -446,7 +467,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                 stats["demoted"] += 1
             else:
                 if str(doc["_id"]) in replay.decided:   # its decision came first in the spool: kept, decided
-                    doc = {k: v for k, v in doc.items() if k != "undecided"}
+                    doc = decided(doc)
                 self._settle_saved([{**doc, "_id": self._retry("mongo", self._save_page, doc)}])
         elif op == "settle_pages":
             ids = [to_oid(i) for i in a["ids"]]
@@ -494,7 +515,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
                 self._demote(page, verdict, replay.index)
                 stats["demoted"] += 1
         elif pid not in replay.pending:
-            self._retry("mongo", self.pages.update_one, {"_id": to_oid(pid)}, {"$unset": {"undecided": ""}})
+            self._retry("mongo", self.pages.update_one, {"_id": to_oid(pid)}, {"$unset": dict.fromkeys(UNDECIDED, "")})
         return None
 
     def _heir(self, page_id: str) -> str | None:

@@ -21,6 +21,7 @@ from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_sig
 log = logging.getLogger(__name__)
 
 HELD_STATE = {"url": 1, "undecided": 1, "content_hash": 1}   # what a save reads of a page already held
+UNDECIDED = ("undecided", "undecided_since")   # a page's mark while its dedup decision waits in a spool
 MAX_JOINS = 4   # displacements racing with one join before it gives up (each round one of them settles)
 PAGE_TEXT_FIELDS = ("url", "canonical_url", "canonical_claim", "site", "title", "text", "author", "spider")
 
@@ -62,8 +63,11 @@ class PageStore(DuplicateStore):
         return page_id
 
     def _marked(self, doc: dict) -> dict:
-        """A page whose dedup decision this process spooled is saved undecided, whoever calls save."""
-        return {**doc, "undecided": True} if str(doc["_id"]) in self.undecided else doc
+        """A page whose dedup decision this process spooled is saved undecided, whoever calls save, and since
+        when: a page undecided too long has lost its spool (`adopt_undecided`)."""
+        if not doc.get("undecided") and str(doc["_id"]) not in self.undecided:
+            return doc
+        return {**doc, "undecided": True, "undecided_since": doc.get("undecided_since") or now()}
 
     def save_pages(self, docs: list[dict]) -> list[str | BadDocument]:
         """Store many pages with one look-up and few writes (what save_page does for each, in order);
@@ -445,5 +449,10 @@ def _over_held(doc: dict, held: dict) -> tuple[dict, dict, bool]:
     if held.get("undecided"):
         return doc, {"_id": doc["_id"], "undecided": True}, False
     if held.get("content_hash") == doc.get("content_hash"):
-        doc = {k: v for k, v in doc.items() if k != "undecided"}
+        doc = decided(doc)
     return doc, {"_id": doc["_id"]}, True
+
+
+def decided(doc: dict) -> dict:
+    """The page without its undecided mark (its decision was made)."""
+    return {k: v for k, v in doc.items() if k not in UNDECIDED}

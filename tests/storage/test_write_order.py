@@ -697,3 +697,33 @@ def test_a_displacer_sharing_a_displaced_pages_fingerprint_owns_that_entry(store
     assert pages == [early.page_id] and copies == {"l": early.page_id, "m": early.page_id}, (pages, copies)
     assert store.index.check("", early.content_hash, early.simhash, 0, False).original_id == early.page_id
     assert store.index.count() == store._index_size()
+
+
+@pytest.mark.parametrize("story", ["a copy", "new"])
+def test_a_page_undecided_for_long_whose_spool_is_elsewhere_is_decided_at_open(store, story):
+    """Crawler A, on another machine, kept U undecided (Redis away) and never ran again: its spool is on A's disk.
+    U stayed out of every index for good, so a copy of U crawled later was kept, and a U that copies a stored
+    story was never moved out. The next open here takes over U's decision once U has waited
+    adopt_undecided_seconds; the mark's time moves on, so one process takes it."""
+    kept = _doc("k" * 32, STORY, None)
+    undecided = _doc("u" * 32, STORY if story == "a copy" else OTHER, None)
+    store.save_pages([_page(kept)])
+    assert _engine(store).decide(kept).kind == "new"
+    long_ago = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=store.config.adopt_undecided_seconds + 60)
+    store.save_pages([{**_page(undecided), "undecided": True, "undecided_since": long_ago}])
+    assert store.replay_spool()["replayed"] == 1
+    assert store.adopt_undecided() == []                      # taken: nothing left for another process
+    pages, copies = _state(store)
+    if story == "a copy":
+        assert (pages, copies) == ([kept.page_id], {undecided.page_id: kept.page_id})
+    else:
+        assert pages == [kept.page_id, undecided.page_id] and "undecided" not in store.get_page(undecided.page_id)
+        probe = _doc("p" * 32, OTHER, None)
+        assert store.lookup(probe.content_hash, probe.simhash).original_id == undecided.page_id
+
+
+def test_a_page_undecided_only_for_a_while_waits_for_its_own_crawler(store):
+    """A page kept undecided a moment ago is its crawler's to decide (its spool is replayed by its next run)."""
+    page = _doc("u" * 32, STORY, None)
+    store.save_pages([{**_page(page), "undecided": True}])
+    assert store.adopt_undecided() == [] and store.get_page(page.page_id)["undecided"] is True
