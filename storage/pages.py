@@ -3,6 +3,7 @@ copy to original (replace_original)."""
 from __future__ import annotations
 
 import logging
+import zlib
 from typing import Any, Iterator
 
 import redis
@@ -21,7 +22,8 @@ from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_sig
 log = logging.getLogger(__name__)
 
 HELD_STATE = {"url": 1, "undecided": 1, "content_hash": 1}   # what a save reads of a page already held
-UNDECIDED = ("undecided", "undecided_since")   # a page's mark while its dedup decision waits in a spool
+UNDECIDED = ("undecided", "undecided_since")
+DISPLACED_TEXT_TTL = 600   # seconds a displaced page's text stays readable for checks that listed it just before   # a page's mark while its dedup decision waits in a spool
 MAX_JOINS = 4   # displacements racing with one join before it gives up (each round one of them settles)
 PAGE_TEXT_FIELDS = ("url", "canonical_url", "canonical_claim", "site", "title", "text", "author", "spider")
 
@@ -379,6 +381,7 @@ class PageStore(DuplicateStore):
                                "simhash": old.get("simhash"), "index_alias": False, "replaced_by_earlier": True})
         self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
+        self._keep_text(old)
         # its entries go before the page does: a crawler killed in between leaves the page held (the next open
         # moves it again, settle_displacements), never a passage claim of a page no one can read any more
         self._hand_over(old, marker)
@@ -387,6 +390,14 @@ class PageStore(DuplicateStore):
                         {"$set": {"index_alias": True}})
         self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
         self.settle_copies([str(old["_id"])])
+
+    def _keep_text(self, old: dict) -> None:
+        """A displaced page's text stays readable (as a claimed text, for DISPLACED_TEXT_TTL) once its page is gone:
+        a check that listed it among its passage candidates reads it a moment later (else: deferred to the next
+        open). Later checks find the page that displaced it."""
+        if old.get("text"):
+            self._retry("redis", self.redis.set, text_key(self, str(old["_id"])),
+                        zlib.compress(old["text"].encode("utf-8")), ex=DISPLACED_TEXT_TTL)
 
     def _answers_for(self, old: dict, standing: str) -> bool:
         """True when the displaced page's own SimHash entry now answers for `standing` and is an entry of its

@@ -727,3 +727,17 @@ def test_a_page_undecided_only_for_a_while_waits_for_its_own_crawler(store):
     page = _doc("u" * 32, STORY, None)
     store.save_pages([{**_page(page), "undecided": True}])
     assert store.adopt_undecided() == [] and store.get_page(page.page_id)["undecided"] is True
+
+
+def test_a_candidate_displaced_while_a_page_compares_with_it_still_has_its_text(store):
+    """bench_crawl with dates, one page in two runs: C listed L (saved, its claimed text dropped) among its passage
+    candidates; E displaced L before C read L's text, so L was neither in Redis nor in MongoDB, and C's whole
+    decision was deferred to the next open. L's text stays readable for a while after it moves out."""
+    engine = _engine(store)
+    late, early = _doc("l" * 32, STORY, 20), _doc("e" * 32, STORY, 10)
+    assert engine.decide(late).kind == "new"
+    store.save_pages([_page(late)])
+    index = RedisDedupIndex(store)
+    assert engine.decide(early).replaced == late.page_id
+    assert store.get_page(late.page_id) is None
+    assert index.text_of(late.page_id) == late.text
