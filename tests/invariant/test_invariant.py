@@ -27,10 +27,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400),
 # holds since settle_copies breaks a cycle of displacements first; seed 1129 (embedded, redis_wipe) since the repair
 # at open leaves the spooled pages' sketches to their replay; seed 1286 (redis, redis_kill, two distributed crawlers)
 # since undecided pages are marked in MongoDB, their displacer takes over their decision and a dated copy waits for
-# an undated original still deciding; seeds 1337, 1339 and 1387 since the fixes named in their tests. Still open
-# (issue 31): 712 (stale, none), 1158 (redis, crawler_kill), 1307 (cluster, redis_wipe) and 1341 (embedded,
-# redis_wipe) each failed once in a 100-seed sweep and held on replay. Replay with --seed N --kind K --fault F
-# (the harness sets ZHDEDUP_TRACE_DECISIONS: a failing run's kept logs carry every verdict).
+# an undated original still deciding; seeds 1337, 1339 and 1387 since the fixes named in their tests; 1341
+# (embedded, redis_wipe: a page another crawler decided was decided again by a spooled check) and 1407 (cluster,
+# redis_wipe: the scheduler's cluster client made while a node restarted) since theirs (test_write_order.py,
+# test_scaleout_redis_outage.py). Still open (issue 31): 712 (stale, none), 1158 (redis, crawler_kill) and 1307
+# (cluster, redis_wipe) each failed once in a 100-seed sweep and held on replay. Replay with --seed N --kind K
+# --fault F (the harness sets ZHDEDUP_TRACE_DECISIONS: a failing run's kept logs carry every verdict).
 CASES = [
     (10, "embedded", "crawler_kill"),   # SIGKILLed after 9 stored pages; worker process
     (8, "embedded", "early_kill"),      # SIGKILLed 0.6 s in, while it starts the embedded servers
