@@ -15,9 +15,10 @@ Choices measured on the 44 gold pages (word-level F1, same machine, same run for
 Steps:
 1. reject binary/empty input (extract.sniff); truncate to MAX_BYTES (a 10 MB page would otherwise cost seconds);
 2. decode (extract.encoding: BOM, UTF-8 validity, HTTP/meta charset, detection);
-3. parse with lxml; if lxml lost most paragraphs (e.g. a stray </html> before the article), re-parse
-   with html5lib, which repairs the tree the way browsers do (extract.dom); a caller that already has
-   the tree passes it as ``page``;
+3. parse with lxml; if lxml lost most paragraphs (e.g. a stray </html> before the article), parse again
+   without the page's </body></html> tags and script-only prelude, and only if that fails too with
+   html5lib, which repairs the tree the way browsers do (extract.dom); a caller that already has the tree
+   passes it as ``page``;
 4. body: a site-profile selector (profile["body_selector"], CSS or XPath; WeChat ``#js_content`` is
    built in) or trafilatura (comments off, fast heuristics);
 5. Chinese boilerplate post-filter (extract.boilerplate);
@@ -55,7 +56,7 @@ LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继�
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
-LINK_MD_SPAN = re.compile(r"\[([^\[\]]{0,300})\]\(([^)\s]*)\)")
+LINK_MD_SPAN = re.compile(r"\[([^\[\]]{0,300})\]\(([^)\n]{0,500})\)")
 
 
 class NotArticle(ValueError):

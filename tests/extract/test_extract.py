@@ -182,12 +182,27 @@ def test_bom_wins() -> None:
 
 # --- broken HTML, binary, empty, huge --------------------------------------------------------------
 
-def test_stray_html_end_tag_before_the_article_is_reparsed_with_html5lib() -> None:
+def test_stray_html_end_tag_before_the_article_is_repaired_without_html5lib() -> None:
     html = ("<html><head><title>通知</title></head><body><div class='nav'>首页 机构设置</div></html>"
             f"<div id='zoom'><p>{P1}</p><p>{P2}</p><p>{P3}</p></div></body></html>")
     result = extract(html.encode("utf-8"))
-    assert result.method.startswith("html5lib")
+    assert result.method.startswith("lxml-endtags")   # lxml without the stray end tags: ~10x cheaper than html5lib
     assert P1 in result.text and P2 in result.text
+
+
+def test_a_script_above_the_doctype_does_not_lose_the_body() -> None:
+    html = ("<script>function f() { alert('请输入用户名'); }</script>\n<!DOCTYPE HTML PUBLIC -//W3C//DTD HTML 4.01//EN>"
+            "<html><head><title>通知</title><cms_include:style></head><body><div class='nav'>首页 机构设置</div>"
+            f"<div id='zoom'><p>{P1}</p><p>{P2}</p><p>{P3}</p></div></body></html>")
+    result = extract(html.encode("utf-8"))   # libxml2 keeps only <head> here (a sohu.com page of 2005)
+    assert result.method.startswith("lxml-endtags")
+    assert P1 in result.text and P3 in result.text
+
+
+def test_a_link_whose_address_has_a_space_is_still_a_link_line() -> None:
+    from extract.article import unlink
+    lines, density = unlink(f"{P1}\n[搜狐商城](http://store.sohu.com/ )\n【[我要“揪”错](htt p://check.news.sohu.com/x.php?t=1)】")
+    assert lines == [P1] and density > 0
 
 
 def test_binary_content_is_rejected_with_a_reason() -> None:
