@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges, trim_nav_runs
+from extract.boilerplate import (RELATED_HEAD, clean_lines, credit_fields, drop_link_runs, is_footer, strip_edges,
+                                 trim_nav_runs)
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty
@@ -250,8 +251,10 @@ def unlink(text: str) -> tuple[list[str], float]:
 
 
 def untable(line: str) -> str:
-    """trafilatura renders table rows as '| a | b |': keep the cell text."""
-    if line.startswith("|") and line.rstrip().endswith("|"):
+    """trafilatura renders table rows as '| a | b |' (a cell's own '|' as '\\|', a cell of several lines
+    open at one end): keep the cell text."""
+    line = line.replace("\\|", " ")
+    if line.startswith("|") or line.rstrip().endswith("|"):
         return " ".join(c.strip() for c in line.strip().strip("|").split("|") if c.strip(" -"))
     return line
 
@@ -268,11 +271,11 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
         return text, f"selector:{name}", link_density(text, anchors), raw
     first = run_trafilatura(tree, url, recall=False, metadata=False)
     lines, density = unlink(first.get("text") or "")
-    text = "\n".join(trim_nav_runs(clean(lines).split("\n"), anchors))
+    text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines).split("\n"), anchors), anchors))
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):
         return text, "trafilatura", density, lines
-    alt = clean(second_opinion(tree))
+    alt = "\n".join(drop_link_runs(clean(second_opinion(tree)).split("\n"), anchors))
     if not alt or is_footer(alt):
         return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)
