@@ -101,6 +101,7 @@ EDGE_ONLY = [re.compile(p) for p in (
     r"^.{0,60}\d{4}-\d{1,2}-\d{1,2}\s+\d{1,2}:\d{2}(:\d{2})?\s*(楼主|沙发|板凳|地板|\d+\s*楼|#\d+)$",
     r"(document\.getElementById\(|\.value\s*=\s*[\"'][^\"']*[\"']\s*;)",
     r"^(主题|标题|帖子主题)\s*[:：].{0,60}$",
+    r"^([^。！？!?，,>›»]{1,20}\s*[>›»]\s*){2,}[^。！？!?，,>›»]{1,40}$",   # a breadcrumb: 网易娱乐 > 明星俱乐部 > 明星话题
     r"^.{0,12}(欢迎你|欢迎您|您好)[！!。]?$",
 )]
 END_MARK = re.compile(r"(^[\[【（(]?\s*(责任编辑|责编)\s*[:：]|^.{0,40}查看更多$)")
@@ -242,14 +243,41 @@ def running_chars(line: str) -> int:
     return len(line)
 
 
+WIDGET_REPEAT = 3            # a short line seen this many times in a body is a per-item widget (← 返回, 回复)
+WIDGET_KEY = re.compile(r"[\u4e00-\u9fff]{2,8}")   # ... of 2-8 Chinese characters (not code, not a lone character)
+
+
+def widget_key(line: str) -> str:
+    """A line's words without punctuation and arrows ('← 返回......' -> '返回'); '' for a line too long to be a
+    widget or a bare number."""
+    key = re.sub(r"[\W_]+", "", line)
+    return key if WIDGET_KEY.fullmatch(key) else ""
+
+
+def repeated_widgets(lines: list[str]) -> set[str]:
+    """Keys of the short lines repeated WIDGET_REPEAT+ times: a reply or back button under every post of a thread."""
+    counts: dict[str, int] = {}
+    previous = ""
+    for line in lines:
+        key = widget_key(line)
+        if key and key != previous:   # under every post: other lines between two of them
+            counts[key] = counts.get(key, 0) + 1
+        previous = key
+    return {k for k, n in counts.items() if n >= WIDGET_REPEAT}
+
+
 def tail_starts(lines: list[str]) -> Iterator[int]:
     """Where a non-body tail may begin: a dated headline run, a labelled numbered headline list, an inline
-    related list or a closing line."""
+    related list, a closing line or the first of a widget repeated under every post."""
+    widgets = repeated_widgets(lines)
     i = 1
     while i < len(lines):
         line = lines[i]
         if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line):
             yield i
+        elif widgets and widget_key(line) in widgets:
+            widgets.discard(widget_key(line))
+            yield i   # only where it first appears: under the first post (a refrain further down is not a tail)
         elif is_label(lines[i - 1]) and all(NUMBERED_HEADLINE.match(x) for x in lines[i:i + STAMP_RUN]) \
                 and len(lines) >= i + STAMP_RUN:
             yield i - 1   # a column's numbered headlines under its name (时报观察 / 1、... 2、... 3、...)

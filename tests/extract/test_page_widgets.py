@@ -77,3 +77,17 @@ def test_forum_chrome_lines_at_the_edges_go() -> None:
 def test_a_table_cell_with_an_escaped_bar_or_an_open_end_is_plain_text() -> None:
     assert untable("| \\| 回复线索： | ") == "回复线索："
     assert untable(f"| {P1}") == P1
+
+
+def test_a_button_under_every_post_ends_the_first_post() -> None:
+    replies = [x for reply in (["无聊", "网友甲 楼主说得好，我同意你的看法，不过还可以再想想。", "← 返回......"],
+                               ["我赞成", "网友乙 说得太对了，支持一下，期待下一篇文章更精彩。", "← 返回."]) for x in reply]
+    lines = ["网易娱乐 > 明星俱乐部 > 明星话题 [ 精华区]　版主：[申请版主]"] + BODY + ["← 返回"] + replies
+    assert clean_lines(lines) == BODY
+
+
+def test_lines_repeated_in_a_body_are_not_widgets() -> None:
+    code = ["try:", "data = client.lpop('test')", "return", "except Exception:", "return", "finally:", "return"]
+    assert clean_lines(BODY + code) == BODY + code          # code repeats its keywords
+    refrain = [P1, "归去来兮", P2, "归去来兮", P3, "归去来兮"]   # a refrain after each paragraph: no running text after
+    assert clean_lines(refrain) == refrain
