@@ -57,7 +57,7 @@ LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继�
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
-LINK_MD_SPAN = re.compile(r"\[([^\[\]]{0,300})\]\(([^)\n]{0,500})\)")
+LINK_MD_SPAN = re.compile(r"\[((?:\\[\[\]]|[^\[\]]){0,300})\]\(([^)\n]{0,500})\)")   # link text may hold \[ \]
 
 
 class NotArticle(ValueError):
@@ -241,7 +241,7 @@ def unlink(text: str) -> tuple[list[str], float]:
             elif not ch.isspace():
                 n_all += 1
                 n_link += inside
-        plain = line.replace("\x01", "").replace("\x02", "")
+        plain = line.replace("\x01", "").replace("\x02", "").replace("\\[", "[").replace("\\]", "]")
         total += n_all
         linked += n_link
         if n_all and n_link / n_all >= LINK_LINE and not RELATED_HEAD.match(plain.strip()):

@@ -199,6 +199,13 @@ def test_a_script_above_the_doctype_does_not_lose_the_body() -> None:
     assert P1 in result.text and P3 in result.text
 
 
+def test_a_link_whose_text_holds_escaped_brackets_is_still_a_link_line() -> None:
+    from extract.article import unlink
+    links = " · ".join(f"[\\[幻灯\\]美女别样景 人体摄影背后是什么？{i}](http://cn.rd.example.com/s/{i}.html)" for i in range(8))
+    lines, density = unlink(f"{P1}\n· {links}")
+    assert lines == [P1] and density > 0.5
+
+
 def test_a_link_whose_address_has_a_space_is_still_a_link_line() -> None:
     from extract.article import unlink
     lines, density = unlink(f"{P1}\n[搜狐商城](http://store.sohu.com/ )\n【[我要“揪”错](htt p://check.news.sohu.com/x.php?t=1)】")
