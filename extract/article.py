@@ -23,10 +23,11 @@ Steps:
    built in) or trafilatura (comments off, fast heuristics);
 5. Chinese boilerplate post-filter (extract.boilerplate);
 6. second opinion when the body is short, link-dense or list-like: the densest text block of the page
-   (extract.dom.densest_block), taken when it is itself not link-dense and not tiny, never when it is a
+   (extract.dom.densest_block) with the prose blocks right beside it (a poem above its translation), taken when it is itself not link-dense and not tiny, never when it is a
    footer (copyright, ICP licence, contact lines), and not when the lines it would drop are the ones about
    the headline (a short story beside a longer block of something else);
-7. no-body checks: too short, 404 text served with 200, login walls, list pages (extract.pagekind).
+7. no-body checks: too short (a short poem is a whole work, not too short), 404 text served with 200, login
+   walls, list pages (extract.pagekind).
 """
 from __future__ import annotations
 
@@ -214,7 +215,36 @@ def second_opinion(tree: lxml.html.HtmlElement) -> list[str]:
     block = walk(tree).densest()
     if block is None or block.score_punct < PROSE_PUNCT:
         return []
-    return container_lines(block.el)
+    return [line for el in with_prose_siblings(block.el) for line in container_lines(el)]
+
+
+SIBLING_LINKS = 0.25        # a sibling block with less link text than this share ...
+SIBLING_MIN = 10            # ... and at least this many characters with sentence punctuation is part of the story
+
+
+def with_prose_siblings(el: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
+    """The densest block with the prose blocks right beside it (readability's sibling rule): a poem above its
+    translation, a lead above the body are one story split over sibling blocks; a list, a menu, a footer is not."""
+    before, after = [], []
+    for step, out in ((lambda e: e.getprevious(), before), (lambda e: e.getnext(), after)):
+        sib = step(el)
+        while sib is not None and isinstance(sib.tag, str) and is_prose_block(sib):
+            out.append(sib)
+            sib = step(sib)
+    return before[::-1] + [el] + after
+
+
+def is_prose_block(el: lxml.html.HtmlElement) -> bool:
+    """A sibling that reads as text of the story: sentences, few links, no footer or list of headlines."""
+    if el.tag in ("script", "style", "ul", "ol", "nav", "form", "select", "table"):
+        return False
+    text = re.sub(r"\s+", "", el.text_content())
+    if len(text) < SIBLING_MIN or is_footer(text):
+        return False
+    sentences = sum(len(t) for t in (re.sub(r"\s+", "", x) for x in container_lines(el))
+                    if len(t) >= SIBLING_MIN and re.search(r"[。！？!?…”」]$", t))
+    linked = sum(len(re.sub(r"\s+", "", a.text_content())) for a in el.iter("a"))
+    return sentences >= len(text) / 2 and linked / len(text) < SIBLING_LINKS
 
 
 def clean(lines: list[str]) -> str:
@@ -350,8 +380,19 @@ def check_body(text: str, title: str | None, min_chars: int, density: float,
         raise NotArticle("list_page", "list or navigation page (short link lines, no sentences)")
     if n < 200 and not re.search(r"[。！？!?…]", text):
         raise NotArticle("no_sentences", f"no sentences, only labels and names ({n} chars)")
-    if n < min_chars:
+    if n < min_chars and not is_verse(text):
         raise NotArticle("too_short", f"too short ({n} chars < {min_chars})")
+
+
+VERSE_LINE = re.compile(r"^(?:[\u4e00-\u9fff]{3,11}[，。！？；、]){2,}$")   # 床前明月光，疑是地上霜。
+VERSE_MIN = 16               # a poem of two lines of two five-character clauses (a 绝句 has 20 characters)
+
+
+def is_verse(text: str) -> bool:
+    """A short poem: 2+ lines, each of 2+ clauses of 3-11 characters closed by punctuation -- a whole work
+    shorter than MIN_CHARS, not a fragment of a page."""
+    lines = [re.sub(r"\s+", "", line) for line in text.split("\n") if line.strip()]
+    return len(lines) >= 2 and all(VERSE_LINE.match(x) for x in lines) and cjk_count(text) >= VERSE_MIN
 
 
 def load_page(body: bytes | str, headers: dict | None = None, max_bytes: int = MAX_BYTES) -> Page:

@@ -516,7 +516,21 @@ def drop_link_runs(lines: list[str], anchors: set[str]) -> list[str]:
             start = label_start(lines, i)
             keep[start:j] = [False] * (j - start)
         i = max(j, i + 1)
-    return [line for line, k in zip(lines, keep) if k]
+    return drop_link_bylines([line for line, k in zip(lines, keep) if k], anchors)
+
+
+BYLINE_HEAD = 3              # a byline of links is looked for among the body's first lines
+
+
+def drop_link_bylines(lines: list[str], anchors: set[str]) -> list[str]:
+    """A line above the first paragraph made only of links (李白 〔唐代〕: the author's and the dynasty's
+    pages) is a byline, not text."""
+    def byline(line: str) -> bool:
+        words = line.split()
+        return 2 <= len(words) <= 6 and len(line) <= 30 and all(re.sub(r"[〔〕\[\]（）()]", "", w) in anchors
+                                                                  or w in anchors for w in words)
+    head = [i for i in range(min(BYLINE_HEAD, len(lines))) if byline(lines[i])]
+    return [line for i, line in enumerate(lines) if i not in head]
 
 
 def label_start(lines: list[str], i: int) -> int:
