@@ -41,6 +41,7 @@ from extract.boilerplate import (RELATED_HEAD, clean_lines, credit_fields, drop_
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty
+from extract.version import EXTRACT_VERSION
 
 MAX_BYTES = 2_000_000       # inputs are cut here (after dropping <script>/<style>) before decoding/parsing;
                             # the largest real page in the shared data is 0.77 MB, most of it CSS
@@ -87,6 +88,7 @@ class ExtractResult:
     original_title: str | None = None   # credit lines taken out of the body (extract.boilerplate.credit_fields)
     source: str | None = None
     editor: str | None = None
+    version: str = EXTRACT_VERSION      # the rules the text was cut with (extract.version)
 
 
 def select_container(tree: lxml.html.HtmlElement, profile: dict | None) -> tuple[lxml.html.HtmlElement, str] | None:

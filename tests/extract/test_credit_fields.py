@@ -40,3 +40,19 @@ def test_pipeline_puts_the_credit_fields_on_the_item() -> None:
     out = asyncio.run(pipe.process_item({"url": "https://news.163.com/19/0907/a.html", "body": PAGE.encode("utf-8")}))
     assert (out["source"], out["editor"]) == ("每日经济新闻", "王鹏")
     assert out["original_title"].startswith("多地项目连环爆雷")
+
+
+def test_the_item_carries_the_extraction_version_and_the_command_names_it() -> None:
+    """A re-crawled page whose text changed because the rules changed is told apart by this stored version."""
+    import subprocess
+    import sys
+
+    from scrapy.utils.test import get_crawler
+
+    from extract.version import EXTRACT_VERSION
+
+    pipe = ExtractPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_EXTRACT_WORKERS": 0}))
+    out = asyncio.run(pipe.process_item({"url": "https://news.163.com/19/0907/a.html", "body": PAGE.encode("utf-8")}))
+    assert out["extract_version"] == EXTRACT_VERSION == extract(PAGE.encode("utf-8")).version
+    shown = subprocess.run([sys.executable, "-m", "zhdedup_cli", "--version"], capture_output=True, text=True)
+    assert f"extraction {EXTRACT_VERSION}" in shown.stdout + shown.stderr
