@@ -88,6 +88,7 @@ class ExtractResult:
     original_title: str | None = None   # credit lines taken out of the body (extract.boilerplate.credit_fields)
     source: str | None = None
     editor: str | None = None
+    rights: str | None = None           # a rights reservation (版权归…所有, 未经授权不得转载) taken out of the body
     version: str = EXTRACT_VERSION      # the rules the text was cut with (extract.version)
 
 

@@ -18,7 +18,8 @@ look different to SimHash and hide copies.  Every rule here was checked against 
   (今日焦点：, or 今/日/推/荐 one character a line); forum chrome at the edges (the poster's 级别/积分 panel,
   the 楼主 post header, pagers, read counters) and a thread's reply list (回复线索, 【作者】08-11 16:58 entries);
 * footers (is_footer): a candidate body made of licence, copyright, contact and reprint-terms clauses;
-* credit fields (credit_fields): 原标题 / 来源 / 责任编辑 values read off the lines the filter removes;
+* credit fields (credit_fields): 原标题 / 来源 / 责任编辑 values and a rights reservation (版权归…所有,
+  未经授权不得转载: evidence for a copy found elsewhere) read off the lines the filter removes;
 * pirate-novel ads (NOVEL_INLINE): removed inside lines too, because pirate sites splice them into text.
 """
 from __future__ import annotations
@@ -343,13 +344,25 @@ def is_footer(text: str) -> bool:
     return footer_share(text) >= FOOTER_SHARE
 
 
-# Credit lines that carry data: the story's original headline, its source outlet, its responsible editor.
+# Credit lines that carry data: the story's original headline, its source outlet, its responsible editor, the
+# rights reservation.
 CREDITS = (
     ("original_title", re.compile(r"^[（(【\[]?\s*(?:本文)?原标题[:：]\s*[《「]?(.{2,120}?)[》」]?\s*[)）】\]]?$")),
     ("source", re.compile(r"^[（(【\[]?\s*(?:文章|本文|新闻)?(?:来源|稿源)\s*[:：]\s*([^\s，。；;:：|｜)）】\]]{2,30})")),
     ("editor", re.compile(r"(?:责任编辑|责编)\s*[:：]\s*([\u4e00-\u9fff·]{2,6}|[A-Za-z][A-Za-z .]{1,30}[A-Za-z])")),
+    # a rights reservation (who holds the rights, the reprint terms): evidence for a copy found elsewhere
+    ("rights", re.compile(r"^[【\[（(]?\s*((?:(?:版权|转载|郑重|特别)声明\s*[:：】\]]?\s*)?"
+                          r"[^【\[]{0,40}(?:版权归.{1,20}所有|版权所有|(?:未经|没有).{0,12}(?:授权|许可|同意).{0,12}"
+                          r"(?:不得|禁止|严禁|谢绝)(?:任何)?.{0,6}(?:转载|使用|复制)|(?:原创|独家)(?:文章|稿件|作品)?，?(?:转载|引用)"
+                          r"请?(?:注明|联系)).{0,60}?)[】\])）]?$")),
 )
 CREDIT_LINE_MAX = 80         # a longer line is a paragraph, not a credit
+RIGHTS = dict(CREDITS)["rights"]
+
+
+def is_rights_line(line: str) -> bool:
+    """A rights reservation on a line of its own (its text goes to the ``rights`` field)."""
+    return len(line) <= CREDIT_LINE_MAX and bool(RIGHTS.match(line.strip()))
 
 
 def credit_fields(lines: list[str]) -> dict[str, str]:
@@ -390,7 +403,7 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
     def edge(line: str) -> bool:
-        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line)
+        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line)
 
     i = 0
     while i < min(head, len(lines)) and edge(lines[i]):
