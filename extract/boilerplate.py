@@ -383,6 +383,7 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
 MENU_SPLIT = re.compile(r"[\s\-|｜\\/·•>»]+")
 MENU_ITEMS = 5               # a line of at least this many items ...
 MENU_ITEM_MAX = 4            # ... none longer than this, and no punctuation: a channel menu
+MENU_LONG = 10               # a line of this many items may have one in ten a little longer
 
 
 def is_menu_line(line: str) -> bool:
@@ -390,6 +391,8 @@ def is_menu_line(line: str) -> bool:
     if re.search(r"[。，！？；：,!?;:]", line):
         return False
     items = [t for t in MENU_SPLIT.split(line) if t]
+    if len(items) >= MENU_LONG:   # a long menu may hold one or two longer items (06校园行)
+        return sum(len(t) > MENU_ITEM_MAX for t in items) <= len(items) // 10 and all(len(t) <= 6 for t in items)
     return len(items) >= MENU_ITEMS and all(len(t) <= MENU_ITEM_MAX for t in items)
 
 

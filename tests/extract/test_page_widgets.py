@@ -91,3 +91,10 @@ def test_lines_repeated_in_a_body_are_not_widgets() -> None:
     assert clean_lines(BODY + code) == BODY + code          # code repeats its keywords
     refrain = [P1, "归去来兮", P2, "归去来兮", P3, "归去来兮"]   # a refrain after each paragraph: no running text after
     assert clean_lines(refrain) == refrain
+
+
+def test_a_long_channel_menu_with_one_longer_item_goes() -> None:
+    menu = "首 页 新闻 \\ 行情 \\ 评测 \\ 调研 \\ 数码导购 \\ 学院 \\ 网吧 \\ 专题 \\ DIY \\ 招聘 \\ 二手 \\ 下载 \\ 06校园行 \\ 网址"
+    assert clean_lines([menu] + BODY) == BODY
+    heading = "首页 新闻 行情 评测 调研 学院 网吧 专题 招聘 二手 龙湖集团中期业绩发布会实录"   # a heading, not an item
+    assert clean_lines([heading] + BODY) == [heading] + BODY
