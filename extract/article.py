@@ -59,6 +59,8 @@ LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继�
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
+MARKS = re.compile(r"([\x01\x02])")
+SPACE_CHARS = re.compile(r"\s")
 LINK_MD_SPAN = re.compile(r"\[((?:\\[\[\]]|[^\[\]]){0,300})\]\(([^)\n]{0,500})\)")   # link text may hold \[ \]
 
 
@@ -133,12 +135,16 @@ def page_metadata(tree: lxml.html.HtmlElement, url: str) -> dict:
 
 
 def _meta(tree: lxml.html.HtmlElement, *names: str) -> str | None:
-    for name in names:
-        for el in tree.xpath(f"//meta[@name='{name}' or @property='{name}']"):
-            value = (el.get("content") or "").strip()
-            if value:
-                return value
-    return None
+    """The first non-empty content of <meta name|property=NAME> in the order of `names` (one pass over the
+    <meta> elements: an XPath per name cost ~1 ms a page)."""
+    found: dict[str, str] = {}
+    for el in tree.iter("meta"):
+        value = (el.get("content") or "").strip()
+        if value:
+            for key in (el.get("name"), el.get("property")):
+                if key in names and key not in found:
+                    found[key] = value
+    return next((found[name] for name in names if name in found), None)
 
 
 def page_title(tree: lxml.html.HtmlElement) -> str | None:
@@ -266,14 +272,13 @@ def unlink(text: str) -> tuple[list[str], float]:
     lines, total, linked, inside = [], 0, 0, False
     for line in marked.split("\n"):
         n_link = n_all = 0
-        for ch in line:
-            if ch == "\x01":
-                inside = True
-            elif ch == "\x02":
-                inside = False
-            elif not ch.isspace():
-                n_all += 1
-                n_link += inside
+        for part in MARKS.split(line):   # text, then a marker and the text after it, ...
+            if part == "\x01" or part == "\x02":
+                inside = part == "\x01"
+                continue
+            n = len(part) - len(SPACE_CHARS.findall(part))
+            n_all += n
+            n_link += n if inside else 0
         plain = line.replace("\x01", "").replace("\x02", "").replace("\\[", "[").replace("\\]", "]")
         total += n_all
         linked += n_link
