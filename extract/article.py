@@ -237,15 +237,16 @@ def with_prose_siblings(el: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement
     before, after = [], []
     for step, out in ((lambda e: e.getprevious(), before), (lambda e: e.getnext(), after)):
         sib = step(el)
-        while sib is not None and isinstance(sib.tag, str) and is_prose_block(sib):
-            out.append(sib)
+        while sib is not None and (not isinstance(sib.tag, str) or is_prose_block(sib)):
+            if isinstance(sib.tag, str):   # comments (<!-- 正文 -->) between blocks are stepped over
+                out.append(sib)
             sib = step(sib)
     return before[::-1] + [el] + after
 
 
 def is_prose_block(el: lxml.html.HtmlElement) -> bool:
     """A sibling that reads as text of the story: sentences, few links, no footer or list of headlines."""
-    if el.tag in ("script", "style", "ul", "ol", "nav", "form", "select", "table"):
+    if el.tag in ("head", "script", "style", "noscript", "ul", "ol", "nav", "form", "select", "table", "footer"):
         return False
     text = re.sub(r"\s+", "", el.text_content())
     if len(text) < SIBLING_MIN or is_footer(text):

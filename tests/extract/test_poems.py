@@ -47,3 +47,9 @@ def test_short_lines_that_are_not_verse_are_still_too_short() -> None:
     with pytest.raises(NotArticle) as err:
         extract(page)
     assert err.value.reason == "too_short"
+
+
+def test_a_comment_between_the_poem_and_its_translation_does_not_separate_them() -> None:
+    translation = f"<!-- 译文 --><div class='sons'><h2>译文及注释</h2><p>译文<br>{TRANSLATION}</p><p>注释<br>{NOTES}</p></div>"
+    lines = extract(poem_page(translation, SIDE)).text.split("\n")
+    assert lines[:2] == POEM and TRANSLATION in lines
