@@ -425,6 +425,10 @@ def report(result: dict, worst: int = 8) -> None:
         t_o2, t_b2 = sum(r["ms_ours"] for r in both), sum(r["ms_base"] for r in both)
         print(f"  time ratio {t_o / t_b:.2f}x ({t_o2 / max(t_b2, 1e-9):.2f}x on the {len(both)} pages where trafilatura "
               f"returns a body)   pages worse than trafilatura by > 0.02: {worse}, by > 0.10: {far}")
+        if key != "all":
+            worst_of_set = sorted(sel, key=lambda r: (r["ours"][2] - r["base"][2], r["ours"][2]))[:3]
+            print("  worst: " + ", ".join(f"{r['page']} {r['ours'][2]:.3f} (trafilatura {r['base'][2]:.3f})"
+                                          for r in worst_of_set))
     print(f"\nworst {worst} pages (product F1 minus trafilatura F1):")
     for r in sorted(rows, key=lambda r: r["ours"][2] - r["base"][2])[:worst]:
         o, b = r["ours"], r["base"]
