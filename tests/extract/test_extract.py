@@ -238,6 +238,17 @@ def test_ten_megabyte_page_is_truncated_and_fast() -> None:
     assert P1 in result.text and "广告位招租" not in result.text
 
 
+def test_a_huge_gbk_page_with_a_stray_html_end_tag_is_repaired_by_lxml() -> None:
+    """A 2 MB page (scripts cut, then parsed once more by lxml): a clear result without html5lib's seconds."""
+    script = "<script>var ads = ['广告位招租'];</script>\n" * 60_000
+    html = (f"<html><head><meta charset='gbk'><title>通知</title>{script}</head><body><div class='nav'>首页</div>"
+            f"</html><div id='zoom'><p>{P1}</p><p>{P2}</p><p>{P3}</p></div>{script}</body></html>").encode("gbk")
+    assert len(html) > 2_000_000
+    result = extract(html)
+    assert result.method.startswith("lxml-endtags") and result.encoding in ("gbk", "gb18030")
+    assert P1 in result.text and "广告位招租" not in result.text
+
+
 @pytest.mark.parametrize("html,reason", [
     ("<html><head><title>404 页面不存在</title></head><body><h1>404</h1><p>抱歉，您访问的页面不存在或已被删除！</p>"
      "<a href='/'>返回首页</a></body></html>", "soft_404"),
