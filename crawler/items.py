@@ -61,6 +61,8 @@ class PageItem(TypedDict, total=False):
     original_title: str | None  # credit lines taken out of the body (原标题, 来源, 责任编辑), None when absent
     source: str | None
     editor: str | None
+    rights: str | None    # a rights reservation taken out of the body (版权归…所有, 未经授权不得转载), None when absent
+    extract_version: str  # extract.version.EXTRACT_VERSION the text was cut with
     # set by FingerprintPipeline
     simhash: int          # 64-bit SimHash (unsigned)
     content_hash: str     # exact-content hash of the normalised text (32 hex)

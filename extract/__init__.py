@@ -8,5 +8,6 @@ many pages, learned during a crawl: ``SiteTemplates``).  ``python -m extract PAG
 from extract.article import ExtractResult, NotArticle, extract, load_page
 from extract.dom import Page, load
 from extract.template import SiteTemplates
+from extract.version import EXTRACT_VERSION
 
-__all__ = ["ExtractResult", "NotArticle", "Page", "SiteTemplates", "extract", "load", "load_page"]
+__all__ = ["EXTRACT_VERSION", "ExtractResult", "NotArticle", "Page", "SiteTemplates", "extract", "load", "load_page"]

@@ -15,17 +15,19 @@ Choices measured on the 44 gold pages (word-level F1, same machine, same run for
 Steps:
 1. reject binary/empty input (extract.sniff); truncate to MAX_BYTES (a 10 MB page would otherwise cost seconds);
 2. decode (extract.encoding: BOM, UTF-8 validity, HTTP/meta charset, detection);
-3. parse with lxml; if lxml lost most paragraphs (e.g. a stray </html> before the article), re-parse
-   with html5lib, which repairs the tree the way browsers do (extract.dom); a caller that already has
-   the tree passes it as ``page``;
+3. parse with lxml; if lxml lost most paragraphs (e.g. a stray </html> before the article), parse again
+   without the page's </body></html> tags and script-only prelude, and only if that fails too with
+   html5lib, which repairs the tree the way browsers do (extract.dom); a caller that already has the tree
+   passes it as ``page``;
 4. body: a site-profile selector (profile["body_selector"], CSS or XPath; WeChat ``#js_content`` is
    built in) or trafilatura (comments off, fast heuristics);
 5. Chinese boilerplate post-filter (extract.boilerplate);
 6. second opinion when the body is short, link-dense or list-like: the densest text block of the page
-   (extract.dom.densest_block), taken when it is itself not link-dense and not tiny, never when it is a
+   (extract.dom.densest_block) with the prose blocks right beside it (a poem above its translation), taken when it is itself not link-dense and not tiny, never when it is a
    footer (copyright, ICP licence, contact lines), and not when the lines it would drop are the ones about
    the headline (a short story beside a longer block of something else);
-7. no-body checks: too short, 404 text served with 200, login walls, list pages (extract.pagekind).
+7. no-body checks: too short (a short poem is a whole work, not too short), 404 text served with 200, login
+   walls, list pages (extract.pagekind).
 """
 from __future__ import annotations
 
@@ -34,10 +36,12 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges, trim_nav_runs
+from extract.boilerplate import (RELATED_HEAD, clean_lines, credit_fields, drop_link_runs, is_footer, strip_edges,
+                                 trim_nav_runs)
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty
+from extract.version import EXTRACT_VERSION
 
 MAX_BYTES = 2_000_000       # inputs are cut here (after dropping <script>/<style>) before decoding/parsing;
                             # the largest real page in the shared data is 0.77 MB, most of it CSS
@@ -55,7 +59,9 @@ LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继�
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
-LINK_MD_SPAN = re.compile(r"\[([^\[\]]{0,300})\]\(([^)\s]*)\)")
+MARKS = re.compile(r"([\x01\x02])")
+SPACE_CHARS = re.compile(r"\s")
+LINK_MD_SPAN = re.compile(r"\[((?:\\[\[\]]|[^\[\]]){0,300})\]\(([^)\n]{0,500})\)")   # link text may hold \[ \]
 
 
 class NotArticle(ValueError):
@@ -84,6 +90,8 @@ class ExtractResult:
     original_title: str | None = None   # credit lines taken out of the body (extract.boilerplate.credit_fields)
     source: str | None = None
     editor: str | None = None
+    rights: str | None = None           # a rights reservation (版权归…所有, 未经授权不得转载) taken out of the body
+    version: str = EXTRACT_VERSION      # the rules the text was cut with (extract.version)
 
 
 def select_container(tree: lxml.html.HtmlElement, profile: dict | None) -> tuple[lxml.html.HtmlElement, str] | None:
@@ -127,12 +135,16 @@ def page_metadata(tree: lxml.html.HtmlElement, url: str) -> dict:
 
 
 def _meta(tree: lxml.html.HtmlElement, *names: str) -> str | None:
-    for name in names:
-        for el in tree.xpath(f"//meta[@name='{name}' or @property='{name}']"):
-            value = (el.get("content") or "").strip()
-            if value:
-                return value
-    return None
+    """The first non-empty content of <meta name|property=NAME> in the order of `names` (one pass over the
+    <meta> elements: an XPath per name cost ~1 ms a page)."""
+    found: dict[str, str] = {}
+    for el in tree.iter("meta"):
+        value = (el.get("content") or "").strip()
+        if value:
+            for key in (el.get("name"), el.get("property")):
+                if key in names and key not in found:
+                    found[key] = value
+    return next((found[name] for name in names if name in found), None)
 
 
 def page_title(tree: lxml.html.HtmlElement) -> str | None:
@@ -212,7 +224,37 @@ def second_opinion(tree: lxml.html.HtmlElement) -> list[str]:
     block = walk(tree).densest()
     if block is None or block.score_punct < PROSE_PUNCT:
         return []
-    return container_lines(block.el)
+    return [line for el in with_prose_siblings(block.el) for line in container_lines(el)]
+
+
+SIBLING_LINKS = 0.25        # a sibling block with less link text than this share ...
+SIBLING_MIN = 10            # ... and at least this many characters with sentence punctuation is part of the story
+
+
+def with_prose_siblings(el: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
+    """The densest block with the prose blocks right beside it (readability's sibling rule): a poem above its
+    translation, a lead above the body are one story split over sibling blocks; a list, a menu, a footer is not."""
+    before, after = [], []
+    for step, out in ((lambda e: e.getprevious(), before), (lambda e: e.getnext(), after)):
+        sib = step(el)
+        while sib is not None and (not isinstance(sib.tag, str) or is_prose_block(sib)):
+            if isinstance(sib.tag, str):   # comments (<!-- 正文 -->) between blocks are stepped over
+                out.append(sib)
+            sib = step(sib)
+    return before[::-1] + [el] + after
+
+
+def is_prose_block(el: lxml.html.HtmlElement) -> bool:
+    """A sibling that reads as text of the story: sentences, few links, no footer or list of headlines."""
+    if el.tag in ("head", "script", "style", "noscript", "ul", "ol", "nav", "form", "select", "table", "footer"):
+        return False
+    text = re.sub(r"\s+", "", el.text_content())
+    if len(text) < SIBLING_MIN or is_footer(text):
+        return False
+    sentences = sum(len(t) for t in (re.sub(r"\s+", "", x) for x in container_lines(el))
+                    if len(t) >= SIBLING_MIN and re.search(r"[。！？!?…”」]$", t))
+    linked = sum(len(re.sub(r"\s+", "", a.text_content())) for a in el.iter("a"))
+    return sentences >= len(text) / 2 and linked / len(text) < SIBLING_LINKS
 
 
 def clean(lines: list[str]) -> str:
@@ -231,15 +273,14 @@ def unlink(text: str) -> tuple[list[str], float]:
     lines, total, linked, inside = [], 0, 0, False
     for line in marked.split("\n"):
         n_link = n_all = 0
-        for ch in line:
-            if ch == "\x01":
-                inside = True
-            elif ch == "\x02":
-                inside = False
-            elif not ch.isspace():
-                n_all += 1
-                n_link += inside
-        plain = line.replace("\x01", "").replace("\x02", "")
+        for part in MARKS.split(line):   # text, then a marker and the text after it, ...
+            if part == "\x01" or part == "\x02":
+                inside = part == "\x01"
+                continue
+            n = len(part) - len(SPACE_CHARS.findall(part))
+            n_all += n
+            n_link += n if inside else 0
+        plain = line.replace("\x01", "").replace("\x02", "").replace("\\[", "[").replace("\\]", "]")
         total += n_all
         linked += n_link
         if n_all and n_link / n_all >= LINK_LINE and not RELATED_HEAD.match(plain.strip()):
@@ -249,8 +290,10 @@ def unlink(text: str) -> tuple[list[str], float]:
 
 
 def untable(line: str) -> str:
-    """trafilatura renders table rows as '| a | b |': keep the cell text."""
-    if line.startswith("|") and line.rstrip().endswith("|"):
+    """trafilatura renders table rows as '| a | b |' (a cell's own '|' as '\\|', a cell of several lines
+    open at one end): keep the cell text."""
+    line = line.replace("\\|", " ")
+    if line.startswith("|") or line.rstrip().endswith("|"):
         return " ".join(c.strip() for c in line.strip().strip("|").split("|") if c.strip(" -"))
     return line
 
@@ -267,11 +310,11 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
         return text, f"selector:{name}", link_density(text, anchors), raw
     first = run_trafilatura(tree, url, recall=False, metadata=False)
     lines, density = unlink(first.get("text") or "")
-    text = "\n".join(trim_nav_runs(clean(lines).split("\n"), anchors))
+    text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines).split("\n"), anchors), anchors))
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):
         return text, "trafilatura", density, lines
-    alt = clean(second_opinion(tree))
+    alt = "\n".join(drop_link_runs(clean(second_opinion(tree)).split("\n"), anchors))
     if not alt or is_footer(alt):
         return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)
@@ -346,8 +389,19 @@ def check_body(text: str, title: str | None, min_chars: int, density: float,
         raise NotArticle("list_page", "list or navigation page (short link lines, no sentences)")
     if n < 200 and not re.search(r"[。！？!?…]", text):
         raise NotArticle("no_sentences", f"no sentences, only labels and names ({n} chars)")
-    if n < min_chars:
+    if n < min_chars and not is_verse(text):
         raise NotArticle("too_short", f"too short ({n} chars < {min_chars})")
+
+
+VERSE_LINE = re.compile(r"^(?:[\u4e00-\u9fff]{3,11}[，。！？；、]){2,}$")   # 床前明月光，疑是地上霜。
+VERSE_MIN = 16               # a poem of two lines of two five-character clauses (a 绝句 has 20 characters)
+
+
+def is_verse(text: str) -> bool:
+    """A short poem: 2+ lines, each of 2+ clauses of 3-11 characters closed by punctuation -- a whole work
+    shorter than MIN_CHARS, not a fragment of a page."""
+    lines = [re.sub(r"\s+", "", line) for line in text.split("\n") if line.strip()]
+    return len(lines) >= 2 and all(VERSE_LINE.match(x) for x in lines) and cjk_count(text) >= VERSE_MIN
 
 
 def load_page(body: bytes | str, headers: dict | None = None, max_bytes: int = MAX_BYTES) -> Page:

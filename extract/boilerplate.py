@@ -14,8 +14,12 @@ look different to SimHash and hide copies.  Every rule here was checked against 
   "相关报道：· ..." list, a share or print bar, a 来源/责任编辑/原标题 line or a copyright/disclaimer
   notice starts what is not body, and it goes with everything after it (and the column labels just above
   it) -- judged by structure, so it holds on a site's first page; channel menus above the first paragraph go;
+* widgets (drop_calendars, drop_link_runs): a blog's calendar, a link list between paragraphs with its label
+  (今日焦点：, or 今/日/推/荐 one character a line); forum chrome at the edges (the poster's 级别/积分 panel,
+  the 楼主 post header, pagers, read counters) and a thread's reply list (回复线索, 【作者】08-11 16:58 entries);
 * footers (is_footer): a candidate body made of licence, copyright, contact and reprint-terms clauses;
-* credit fields (credit_fields): 原标题 / 来源 / 责任编辑 values read off the lines the filter removes;
+* credit fields (credit_fields): 原标题 / 来源 / 责任编辑 values and a rights reservation (版权归…所有,
+  未经授权不得转载: evidence for a copy found elsewhere) read off the lines the filter removes;
 * pirate-novel ads (NOVEL_INLINE): removed inside lines too, because pirate sites splice them into text.
 """
 from __future__ import annotations
@@ -47,6 +51,10 @@ ALWAYS = [re.compile(p) for p in (
     r"^【?字号.{0,12}$",
     r"^(图集|加载更多|查看更多|点击加载更多|展开全文|阅读全文|查看原文|阅读原文|文章导航|查看话题)$",
     r"^(上一页|上一篇).{0,30}(下一页|下一篇).{0,30}$",
+    r"^\W{0,4}(本?主题|本?帖子?)已经?被?(关闭|锁定).{0,12}$",
+    r"^[^。！？!?，,]{0,40}(第\s*\d+\s*页\s*/\s*共\s*\d+\s*页|上一页|第一页|首页)[^。！？!?，,]{0,30}(下一页|最末页|尾页)[^。！？!?，,]{0,10}$",
+    r"^共有?(帖子|回复|主题|回帖)数?\s*\d+\s*(个|篇|条|帖)?\s*[<《]?.{0,40}$",
+    r"^.{0,12}(您是本文第\s*\d+\s*个(阅览|访问|阅读)者|(阅读|浏览|点击)(次数|数|量)\s*[:：]?\s*\d+\s*次?)\s*$",
     r"^(【\d+】)+$",
     r"^▲.{0,80}$",
     r"^(图|图片|图源|配图)[/:：|｜].{0,40}$",
@@ -88,6 +96,14 @@ EDGE_ONLY = [re.compile(p) for p in (
     r"^(好文|钦佩|喜欢|泪奔|可爱|思考|感动|愤怒|难过|搞笑|震惊|同情|点赞|无聊|开心|担忧|气愤|鼓掌)$",
     r"^\d{4}[-年/.]\d{1,2}[-月/.]\d{1,2}日?\s*\d{1,2}:\d{2}(:\d{2})?$",  # a bare date may sign a letter
     r"^(地\s*址|邮政编码|邮\s*编|电子信箱|电子邮箱|电子邮件|E-?mail|联系电话|电\s*话|传\s*真)\s*[:：].{0,60}$",
+    # a forum post's chrome around its text: the poster's panel, the post header, the reply bar, leaked script
+    r"^(级别|积分|帖子|发帖数?|精华|注册(时间)?|经验|威望|金钱|财富|魅力|在线时间|头衔|等级|用户组|阅读权限|"
+    r"我收藏的)\s*[:：].{0,20}$",
+    r"^.{0,60}\d{4}-\d{1,2}-\d{1,2}\s+\d{1,2}:\d{2}(:\d{2})?\s*(楼主|沙发|板凳|地板|\d+\s*楼|#\d+)$",
+    r"(document\.getElementById\(|\.value\s*=\s*[\"'][^\"']*[\"']\s*;)",
+    r"^(主题|标题|帖子主题)\s*[:：].{0,60}$",
+    r"^([^。！？!?，,>›»]{1,20}\s*[>›»]\s*){2,}[^。！？!?，,>›»]{1,40}$",   # a breadcrumb: 网易娱乐 > 明星俱乐部 > 明星话题
+    r"^.{0,12}(欢迎你|欢迎您|您好)[！!。]?$",
 )]
 END_MARK = re.compile(r"(^[\[【（(]?\s*(责任编辑|责编)\s*[:：]|^.{0,40}查看更多$)")
 TRAILING_HOME = re.compile(r"返回.{0,8}首页\s*>*$")
@@ -95,10 +111,10 @@ TRAILING_CREDIT = re.compile(r"(?<=[。！？!?”])\s*(责任编辑|责编|编�
 EDGE_MAX_LEN = 60
 
 RELATED_HEAD = re.compile(
-    r"^[\s【\[]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
+    r"^[\s【\[\\|｜]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
     r"延伸\s*[·•・]\s*推荐|更多精彩|往期回顾|往期推荐|热门文章|大家都在看|为您推荐|今日推荐|最新文章|"
     r"相关报道|点击排行|热门排行|热点新闻|相关链接|推荐新闻|相关专题|热门资讯|最新资讯|上一篇|下一篇|"
-    r"为你推荐|新闻评论|热帖|热词)[\s】\]:：>]*$")
+    r"为你推荐|新闻评论|热帖|热词|回复线索|相关帖子|相关主题)[\s】\]:：>]*$")
 
 NOVEL_INLINE = [re.compile(p) for p in (
     r"[（(]?\s*手机用户请(浏览|访问|到)[^\s，。）)]{0,40}(阅读|访问)?[，,]?\s*(更优质的|更好的)?(阅读体验)?[。.]?\s*[)）]?",
@@ -216,19 +232,53 @@ def is_stamp(line: str) -> bool:
     return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line))
 
 
+# A forum thread's reply list: "标题【作者】08-11 16:58 138字 [140/0]" (several may share one line).
+FORUM_STAMP = re.compile(r"【[^【】]{1,20}】\s*\d{1,2}-\d{1,2}\s+\d{1,2}:\d{2}")
+
+
 def running_chars(line: str) -> int:
-    """A paragraph's characters (20+ characters with sentence punctuation), 0 for headlines and labels."""
-    return len(line) if len(line) >= 20 and re.search(r"[。！？!?…]", line) else 0
+    """A paragraph's characters (20+ characters with sentence punctuation), 0 for headlines, labels and the
+    entries of a reply list."""
+    if len(line) < 20 or not re.search(r"[。！？!?…]", line) or FORUM_STAMP.search(line):
+        return 0
+    return len(line)
+
+
+WIDGET_REPEAT = 3            # a short line seen this many times in a body is a per-item widget (← 返回, 回复)
+WIDGET_KEY = re.compile(r"[\u4e00-\u9fff]{2,8}")   # ... of 2-8 Chinese characters (not code, not a lone character)
+
+
+def widget_key(line: str) -> str:
+    """A line's words without punctuation and arrows ('← 返回......' -> '返回'); '' for a line too long to be a
+    widget or a bare number."""
+    key = re.sub(r"[\W_]+", "", line)
+    return key if WIDGET_KEY.fullmatch(key) else ""
+
+
+def repeated_widgets(lines: list[str]) -> set[str]:
+    """Keys of the short lines repeated WIDGET_REPEAT+ times: a reply or back button under every post of a thread."""
+    counts: dict[str, int] = {}
+    previous = ""
+    for line in lines:
+        key = widget_key(line)
+        if key and key != previous:   # under every post: other lines between two of them
+            counts[key] = counts.get(key, 0) + 1
+        previous = key
+    return {k for k, n in counts.items() if n >= WIDGET_REPEAT}
 
 
 def tail_starts(lines: list[str]) -> Iterator[int]:
     """Where a non-body tail may begin: a dated headline run, a labelled numbered headline list, an inline
-    related list or a closing line."""
+    related list, a closing line or the first of a widget repeated under every post."""
+    widgets = repeated_widgets(lines)
     i = 1
     while i < len(lines):
         line = lines[i]
-        if TAIL_MARK.search(line) or RELATED_INLINE.search(line):
+        if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line):
             yield i
+        elif widgets and widget_key(line) in widgets:
+            widgets.discard(widget_key(line))
+            yield i   # only where it first appears: under the first post (a refrain further down is not a tail)
         elif is_label(lines[i - 1]) and all(NUMBERED_HEADLINE.match(x) for x in lines[i:i + STAMP_RUN]) \
                 and len(lines) >= i + STAMP_RUN:
             yield i - 1   # a column's numbered headlines under its name (时报观察 / 1、... 2、... 3、...)
@@ -294,13 +344,25 @@ def is_footer(text: str) -> bool:
     return footer_share(text) >= FOOTER_SHARE
 
 
-# Credit lines that carry data: the story's original headline, its source outlet, its responsible editor.
+# Credit lines that carry data: the story's original headline, its source outlet, its responsible editor, the
+# rights reservation.
 CREDITS = (
     ("original_title", re.compile(r"^[（(【\[]?\s*(?:本文)?原标题[:：]\s*[《「]?(.{2,120}?)[》」]?\s*[)）】\]]?$")),
     ("source", re.compile(r"^[（(【\[]?\s*(?:文章|本文|新闻)?(?:来源|稿源)\s*[:：]\s*([^\s，。；;:：|｜)）】\]]{2,30})")),
     ("editor", re.compile(r"(?:责任编辑|责编)\s*[:：]\s*([\u4e00-\u9fff·]{2,6}|[A-Za-z][A-Za-z .]{1,30}[A-Za-z])")),
+    # a rights reservation (who holds the rights, the reprint terms): evidence for a copy found elsewhere
+    ("rights", re.compile(r"^[【\[（(]?\s*((?:(?:版权|转载|郑重|特别)声明\s*[:：】\]]?\s*)?"
+                          r"[^【\[]{0,40}(?:版权归.{1,20}所有|版权所有|(?:未经|没有).{0,12}(?:授权|许可|同意).{0,12}"
+                          r"(?:不得|禁止|严禁|谢绝)(?:任何)?.{0,6}(?:转载|使用|复制)|(?:原创|独家)(?:文章|稿件|作品)?，?(?:转载|引用)"
+                          r"请?(?:注明|联系)).{0,60}?)[】\])）]?$")),
 )
 CREDIT_LINE_MAX = 80         # a longer line is a paragraph, not a credit
+RIGHTS = dict(CREDITS)["rights"]
+
+
+def is_rights_line(line: str) -> bool:
+    """A rights reservation on a line of its own (its text goes to the ``rights`` field)."""
+    return len(line) <= CREDIT_LINE_MAX and bool(RIGHTS.match(line.strip()))
 
 
 def credit_fields(lines: list[str]) -> dict[str, str]:
@@ -321,6 +383,7 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
 MENU_SPLIT = re.compile(r"[\s\-|｜\\/·•>»]+")
 MENU_ITEMS = 5               # a line of at least this many items ...
 MENU_ITEM_MAX = 4            # ... none longer than this, and no punctuation: a channel menu
+MENU_LONG = 10               # a line of this many items may have one in ten a little longer
 
 
 def is_menu_line(line: str) -> bool:
@@ -328,6 +391,8 @@ def is_menu_line(line: str) -> bool:
     if re.search(r"[。，！？；：,!?;:]", line):
         return False
     items = [t for t in MENU_SPLIT.split(line) if t]
+    if len(items) >= MENU_LONG:   # a long menu may hold one or two longer items (06校园行)
+        return sum(len(t) > MENU_ITEM_MAX for t in items) <= len(items) // 10 and all(len(t) <= 6 for t in items)
     return len(items) >= MENU_ITEMS and all(len(t) <= MENU_ITEM_MAX for t in items)
 
 
@@ -341,7 +406,7 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
     def edge(line: str) -> bool:
-        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line)
+        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line)
 
     i = 0
     while i < min(head, len(lines)) and edge(lines[i]):
@@ -404,7 +469,7 @@ def rejoin(lines: list[str]) -> list[str]:
 
 def clean_lines(lines: list[str]) -> list[str]:
     """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits."""
-    out = cut_tail([strip_novel_ads(BULLET.sub("", line.strip())) for line in lines])
+    out = cut_tail(drop_calendars([strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]))
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
     out = drop_leading_menus(cut_related(cut_footer(out)))
     return strip_edges(cut_at_end_mark(out))
@@ -413,3 +478,84 @@ def clean_lines(lines: list[str]) -> list[str]:
 def clean_text(text: str) -> str:
     """clean_lines over a newline-separated body."""
     return "\n".join(clean_lines(text.split("\n")))
+
+
+# A calendar widget flattened into lines: day rows ("4 5 6 7 8 9 10"), a weekday header, a month pager.
+CAL_DAYS = re.compile(r"^(?:(?:[1-9]|[12]\d|3[01])\s+){2,6}(?:[1-9]|[12]\d|3[01])$")
+CAL_WEEK = re.compile(r"^(?:[一二三四五六日天]\s*){7}$|^(?:(?:Su|Mo|Tu|We|Th|Fr|Sa|S|M|T|W|F)\s*){7}$", re.I)
+CAL_PAGER = re.compile(r"^[«‹<]\s*\S{1,10}\s*[»›>]$")
+CAL_MONTH = re.compile(r"^(?:[A-Z][a-z]{2,8}\s+\d{4}|\d{4}\s*年\s*\d{1,2}\s*月)$")
+CAL_RUN = 3                  # this many calendar lines in a row make a calendar
+
+
+def is_calendar_line(line: str) -> bool:
+    """A row of a calendar widget: day numbers, the weekday header, the month pager or the month name."""
+    line = line.strip()
+    return bool(CAL_DAYS.match(line) or CAL_WEEK.match(line) or CAL_PAGER.match(line) or CAL_MONTH.match(line))
+
+
+def drop_calendars(lines: list[str]) -> list[str]:
+    """Runs of CAL_RUN+ calendar lines go: a blog's calendar is never article text, wherever trafilatura put it."""
+    keep = [True] * len(lines)
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and is_calendar_line(lines[j]):
+            j += 1
+        if j - i >= CAL_RUN and any(CAL_DAYS.match(x.strip()) for x in lines[i:j]):
+            keep[i:j] = [False] * (j - i)
+        i = max(j, i + 1)
+    return [line for line, k in zip(lines, keep) if k]
+
+
+VERTICAL_RUN = 2             # this many one-character lines in a row are a label written top to bottom (今/日/推/荐)
+BULLET_ONLY = re.compile(r"^[·•・\-*]+$")
+LINK_RUN = 3                 # this many headline lines in a row, each a link's text, make a link list
+
+
+def drop_link_runs(lines: list[str], anchors: set[str]) -> list[str]:
+    """Inside a body: link lists (LINK_RUN+ sentence-free lines that are each a link's text, bullets between
+    them, their label just above) and labels written one character a line -- an ad or 今日焦点 block the
+    page's layout put between paragraphs; a paragraph that merely holds a link is never one of them."""
+    def headline(line: str) -> bool:
+        t = re.sub(r"\s+", "", line)
+        return t in anchors and not re.search(r"[。！？!?；;]", t)
+
+    keep = [not BULLET_ONLY.match(line.strip()) for line in lines]
+    i = 0
+    while i < len(lines):
+        j, heads = i, 0
+        while j < len(lines) and (headline(lines[j]) or BULLET_ONLY.match(lines[j].strip())):
+            heads += headline(lines[j])
+            j += 1
+        if heads >= LINK_RUN:
+            start = label_start(lines, i)
+            keep[start:j] = [False] * (j - start)
+        i = max(j, i + 1)
+    return drop_link_bylines([line for line, k in zip(lines, keep) if k], anchors)
+
+
+BYLINE_HEAD = 3              # a byline of links is looked for among the body's first lines
+
+
+def drop_link_bylines(lines: list[str], anchors: set[str]) -> list[str]:
+    """A line above the first paragraph made only of links (李白 〔唐代〕: the author's and the dynasty's
+    pages) is a byline, not text."""
+    def byline(line: str) -> bool:
+        words = line.split()
+        return 2 <= len(words) <= 6 and len(line) <= 30 and all(re.sub(r"[〔〕\[\]（）()]", "", w) in anchors
+                                                                  or w in anchors for w in words)
+    head = [i for i in range(min(BYLINE_HEAD, len(lines))) if byline(lines[i])]
+    return [line for i, line in enumerate(lines) if i not in head]
+
+
+def label_start(lines: list[str], i: int) -> int:
+    """Where the label of a link list starting at i begins: 今日焦点： or 相关链接 on the line above, or a label
+    set vertically one character a line (今/日/推/荐, VERTICAL_RUN to LABEL_MAX lines)."""
+    if i > 0 and (is_label(lines[i - 1].strip().rstrip(":：")) and len(lines[i - 1].strip()) > 1
+                  or RELATED_HEAD.match(lines[i - 1])):
+        return i - 1
+    j = i
+    while j > 0 and i - j < LABEL_MAX and re.fullmatch(r"[\u4e00-\u9fff]", lines[j - 1].strip()):
+        j -= 1
+    return j if i - j >= VERTICAL_RUN else i

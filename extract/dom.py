@@ -21,6 +21,8 @@ SENTENCE_END = re.compile(r"[。！？!?…]")
 XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 TAG_RE = re.compile(r"<[^>]*>")
 SCRIPT_RE = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.I | re.S)
+DOC_END_TAGS = re.compile(r"</\s*(html|body)\s*>", re.I)
+HTML_START = re.compile(r"<!DOCTYPE|<html\b", re.I)
 
 # Elements whose text is never page text.
 IGNORED = {"script", "style", "noscript", "template", "head", "title", "option", "select", "textarea", "svg"}
@@ -55,11 +57,27 @@ def parse(text: str) -> tuple[lxml.html.HtmlElement, str]:
         tree = None
     if tree is not None and not lost_body(text, tree):
         return tree, "lxml"
+    tree = parse_without_end_tags(text)
+    if tree is not None and not lost_body(text, tree):
+        return tree, "lxml-endtags"
     import html5lib
     with warnings.catch_warnings():  # html5lib warns about comments it cannot map onto lxml
         warnings.simplefilter("ignore")
         doc = html5lib.parse(text, treebuilder="lxml", namespaceHTMLElements=False)
     return lxml.html.document_fromstring(etree.tostring(doc, encoding="unicode", method="html")), "html5lib"
+
+
+def parse_without_end_tags(text: str) -> lxml.html.HtmlElement | None:
+    """lxml on the page without its </body> and </html> tags and without a script-only prelude before <html>:
+    the usual causes of a lost body (a stray </html> before the article; a <script> above <!DOCTYPE>, after
+    which libxml2 keeps only <head>) repaired at lxml's cost, ~10x less than html5lib's (60 kB: 5 ms, not 60)."""
+    start = HTML_START.search(text)
+    if start and not CJK.search(TAG_RE.sub("", SCRIPT_RE.sub("", text[:start.start()]))):
+        text = text[start.start():]
+    try:
+        return lxml.html.document_fromstring(DOC_END_TAGS.sub("", text))
+    except (etree.ParserError, ValueError):
+        return None
 
 
 def lost_body(text: str, tree: lxml.html.HtmlElement) -> bool:

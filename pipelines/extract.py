@@ -19,7 +19,8 @@ from pipelines.stats import TEMPLATE_STRIPPED
 
 FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
           ("language", "language"), ("encoding", "encoding"), ("original_title", "original_title"),
-          ("source", "source"), ("editor", "editor"))
+          ("source", "source"), ("editor", "editor"), ("rights", "rights"),
+          ("extract_version", "version"))
 
 
 def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | None, min_chars: int, fast: bool,

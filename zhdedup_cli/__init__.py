@@ -69,16 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    """The package's version and the fingerprint version (stored fingerprints depend on the latter)."""
+    """The package's version, the fingerprint and extraction versions (stored pages depend on the latter two)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from extract.version import EXTRACT_VERSION
     from fingerprint.version import FINGERPRINT_VERSION
 
     try:
         package = version("zhdedup")
     except PackageNotFoundError:
         package = "unknown"
-    return f"{PROG} {package}, fingerprint {FINGERPRINT_VERSION}"
+    return f"{PROG} {package}, fingerprint {FINGERPRINT_VERSION}, extraction {EXTRACT_VERSION}"
 
 
 def run(name: str, args: Sequence[str]) -> int:

@@ -40,3 +40,27 @@ def test_pipeline_puts_the_credit_fields_on_the_item() -> None:
     out = asyncio.run(pipe.process_item({"url": "https://news.163.com/19/0907/a.html", "body": PAGE.encode("utf-8")}))
     assert (out["source"], out["editor"]) == ("每日经济新闻", "王鹏")
     assert out["original_title"].startswith("多地项目连环爆雷")
+
+
+def test_the_item_carries_the_extraction_version_and_the_command_names_it() -> None:
+    """A re-crawled page whose text changed because the rules changed is told apart by this stored version."""
+    import subprocess
+    import sys
+
+    from scrapy.utils.test import get_crawler
+
+    from extract.version import EXTRACT_VERSION
+
+    pipe = ExtractPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_EXTRACT_WORKERS": 0}))
+    out = asyncio.run(pipe.process_item({"url": "https://news.163.com/19/0907/a.html", "body": PAGE.encode("utf-8")}))
+    assert out["extract_version"] == EXTRACT_VERSION == extract(PAGE.encode("utf-8")).version
+    shown = subprocess.run([sys.executable, "-m", "zhdedup_cli", "--version"], capture_output=True, text=True)
+    assert f"extraction {EXTRACT_VERSION}" in shown.stdout + shown.stderr
+
+
+def test_a_rights_reservation_leaves_the_body_for_the_rights_field() -> None:
+    notice = "【本文为每日经济新闻原创作品，版权归每日经济新闻所有，未经授权不得转载。】"
+    result = extract(PAGE.replace("<p>责任编辑", f"<p>{notice}</p><p>责任编辑").encode("utf-8"))
+    assert result.text.split("\n") == [P1, P2, P3]
+    assert result.rights == notice.strip("【】")
+    assert credit_fields(["他说，未经授权的使用是不被允许的。", "声明：本文仅代表作者个人观点，不构成投资建议。"]) == {}

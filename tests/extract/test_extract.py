@@ -182,12 +182,34 @@ def test_bom_wins() -> None:
 
 # --- broken HTML, binary, empty, huge --------------------------------------------------------------
 
-def test_stray_html_end_tag_before_the_article_is_reparsed_with_html5lib() -> None:
+def test_stray_html_end_tag_before_the_article_is_repaired_without_html5lib() -> None:
     html = ("<html><head><title>通知</title></head><body><div class='nav'>首页 机构设置</div></html>"
             f"<div id='zoom'><p>{P1}</p><p>{P2}</p><p>{P3}</p></div></body></html>")
     result = extract(html.encode("utf-8"))
-    assert result.method.startswith("html5lib")
+    assert result.method.startswith("lxml-endtags")   # lxml without the stray end tags: ~10x cheaper than html5lib
     assert P1 in result.text and P2 in result.text
+
+
+def test_a_script_above_the_doctype_does_not_lose_the_body() -> None:
+    html = ("<script>function f() { alert('请输入用户名'); }</script>\n<!DOCTYPE HTML PUBLIC -//W3C//DTD HTML 4.01//EN>"
+            "<html><head><title>通知</title><cms_include:style></head><body><div class='nav'>首页 机构设置</div>"
+            f"<div id='zoom'><p>{P1}</p><p>{P2}</p><p>{P3}</p></div></body></html>")
+    result = extract(html.encode("utf-8"))   # libxml2 keeps only <head> here (a sohu.com page of 2005)
+    assert result.method.startswith("lxml-endtags")
+    assert P1 in result.text and P3 in result.text
+
+
+def test_a_link_whose_text_holds_escaped_brackets_is_still_a_link_line() -> None:
+    from extract.article import unlink
+    links = " · ".join(f"[\\[幻灯\\]美女别样景 人体摄影背后是什么？{i}](http://cn.rd.example.com/s/{i}.html)" for i in range(8))
+    lines, density = unlink(f"{P1}\n· {links}")
+    assert lines == [P1] and density > 0.5
+
+
+def test_a_link_whose_address_has_a_space_is_still_a_link_line() -> None:
+    from extract.article import unlink
+    lines, density = unlink(f"{P1}\n[搜狐商城](http://store.sohu.com/ )\n【[我要“揪”错](htt p://check.news.sohu.com/x.php?t=1)】")
+    assert lines == [P1] and density > 0
 
 
 def test_binary_content_is_rejected_with_a_reason() -> None:
@@ -213,6 +235,17 @@ def test_ten_megabyte_page_is_truncated_and_fast() -> None:
     t0 = time.perf_counter()
     result = extract(html)
     assert time.perf_counter() - t0 < 20
+    assert P1 in result.text and "广告位招租" not in result.text
+
+
+def test_a_huge_gbk_page_with_a_stray_html_end_tag_is_repaired_by_lxml() -> None:
+    """A 2 MB page (scripts cut, then parsed once more by lxml): a clear result without html5lib's seconds."""
+    script = "<script>var ads = ['广告位招租'];</script>\n" * 60_000
+    html = (f"<html><head><meta charset='gbk'><title>通知</title>{script}</head><body><div class='nav'>首页</div>"
+            f"</html><div id='zoom'><p>{P1}</p><p>{P2}</p><p>{P3}</p></div>{script}</body></html>").encode("gbk")
+    assert len(html) > 2_000_000
+    result = extract(html)
+    assert result.method.startswith("lxml-endtags") and result.encoding in ("gbk", "gb18030")
     assert P1 in result.text and "广告位招租" not in result.text
 
 

@@ -1,0 +1,11 @@
+"""The version of the extraction rules, stored with every page (item field ``extract_version``).
+
+Why: a re-crawled page whose text differs from the stored one may have changed, or the rules that cut its body
+may have; the stored version tells the two apart.  Bump it whenever a change alters the text that comes out
+for real pages (``benchmarks.bench_extraction --previous COMMIT`` lists the pages whose text changed).
+"""
+from __future__ import annotations
+
+# zhx<issue>.<n>: issue 29's rules (article ends, footers, credits) were zhx29.1; widgets, forum threads, poems,
+# sibling prose blocks and the lxml repair of lost bodies are zhx29.2.
+EXTRACT_VERSION = "zhx29.2"
