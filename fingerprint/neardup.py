@@ -175,6 +175,9 @@ class DedupIndex(Protocol):
     def forward(self, doc: DedupDoc, verdict: Verdict) -> None:
         """doc was decided a copy: a page that saw doc's entries before they left follows it to its original."""
 
+    def done(self, doc: DedupDoc) -> None:
+        """doc's decision is over, whatever it was: kept, it stands from now on (`settled` need not wait)."""
+
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Queue the page's whole decision to run again later (a lookup raised LookupUnavailable)."""
 
@@ -199,7 +202,10 @@ class DedupEngine:
 
     def decide(self, doc: DedupDoc) -> Verdict:
         """Exact -> SimHash -> passages; a copy published before its original takes its place."""
-        verdict = self._decide(doc)
+        try:
+            verdict = self._decide(doc)
+        finally:
+            self.index.done(doc)
         if decisions.isEnabledFor(self.trace):   # the trail a lost invariant is read back from
             decisions.log(self.trace, "page %s %s (published %s): %s", doc.page_id, doc.url, doc.published, verdict)
         return verdict
@@ -359,6 +365,9 @@ class MemoryDedupIndex:
 
     def forward(self, doc: DedupDoc, verdict: Verdict) -> None:
         """In memory no other decision runs in between: nothing saw doc."""
+
+    def done(self, doc: DedupDoc) -> None:
+        """Decisions here run one at a time: nothing to track."""
 
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Never called: an index in memory always answers."""

@@ -49,6 +49,7 @@ class RedisDedupIndex:
         self.pending = pending if pending is not None else {}
         self._recent: OrderedDict[str, tuple[str | None, dt.date | None]] = OrderedDict()
         self._pages: OrderedDict[str, dict] = OrderedDict()
+        self._deciding: set[str] = set()   # pages kept by this process whose decision is still running
 
     def check_and_insert(self, doc: DedupDoc) -> IndexHit:
         """Exact, then SimHash within k (one Redis round trip); a new page is remembered for its copies."""
@@ -62,6 +63,7 @@ class RedisDedupIndex:
             if saved is None:   # never saved: decided in full (its passage step too), as with its own SimHash entry
                 res = DedupResult("new")
         if res.kind in ("new", "unchanged"):
+            self._deciding.add(doc.page_id)
             self._remember(doc)
         if res.kind == "new" and not res.spooled:
             self._in_flight(doc)
@@ -136,6 +138,8 @@ class RedisDedupIndex:
         as a copy or displaced; LookupUnavailable when neither happens in time (the caller is deferred)."""
         if page_id in self.pending or page_id in self._pages:   # read from MongoDB already (published_of)
             return True
+        if page_id in self._recent and page_id not in self._deciding:   # kept by this process, its decision over
+            return True
         store = self.store
         for delay in SETTLE_POLL:
             try:
@@ -148,6 +152,10 @@ class RedisDedupIndex:
                 raise LookupUnavailable(f"is page {page_id} decided: {e.detail}") from e
             time.sleep(delay)
         raise LookupUnavailable(f"page {page_id} was neither saved nor taken back in {sum(SETTLE_POLL):.0f} s")
+
+    def done(self, doc: DedupDoc) -> None:
+        """The page's decision is over: kept, it stands for `settled` without waiting for its save."""
+        self._deciding.discard(doc.page_id)
 
     def url_of(self, page_id: str) -> str | None:
         """The kept page's URL, for the copy record."""

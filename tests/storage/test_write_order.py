@@ -741,3 +741,16 @@ def test_a_candidate_displaced_while_a_page_compares_with_it_still_has_its_text(
     assert engine.decide(early).replaced == late.page_id
     assert store.get_page(late.page_id) is None
     assert index.text_of(late.page_id) == late.text
+
+
+def test_a_page_this_process_decided_is_settled_before_its_save_lands(store):
+    """A dated copy found this process's undated page N, whose save still waits in the group commit: N's decision
+    is over (this process made it), so the copy need not poll MongoDB for up to 6 s until N's save lands."""
+    index = RedisDedupIndex(store)
+    engine = DedupEngine(NearDupParams(k=store.config.simhash_k), index)
+    undated = _doc("n" * 32, STORY, None)
+    assert engine.decide(undated).kind == "new"             # not saved yet
+    assert index.settled(undated.page_id) is True
+    other = RedisDedupIndex(store)                           # another crawler: it waits for the save
+    store.save_pages([_page(undated)])
+    assert other.settled(undated.page_id) is True
