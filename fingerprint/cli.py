@@ -132,8 +132,8 @@ def cmd_dna(args: argparse.Namespace) -> int:
 
 def _fields(text: str, weighting: str, tokenizer: Tokenizer, sketch_size: int) -> tuple[str, int, tuple[int, ...]]:
     """(content hash, SimHash, passage sketch) of one document: the parallel part of dedup."""
-    fp = fingerprint_text(text, weighting, tokenizer, dna_params=None)  # dedup reads no DNA windows
-    return fp.content_hash, int(fp.simhash), tuple(sketch(text, sketch_size)) if sketch_size else ()
+    fp = fingerprint_text(text, weighting, tokenizer, dna_params=None, sketch_size=sketch_size)  # no DNA windows
+    return fp.content_hash, int(fp.simhash), fp.sketch
 
 
 _WORKER: dict = {}

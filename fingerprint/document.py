@@ -3,32 +3,53 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fingerprint.dna import DEFAULT_PARAMS, DnaParams, dna
+import numpy as np
+
+from fingerprint import synonyms
+from fingerprint.dna import DEFAULT_PARAMS, DnaParams, dna, letter_stream
 from fingerprint.exact import content_hash
 from fingerprint.normalize import normalize
-from fingerprint.simhash import simhash
-from fingerprint.tokens import Tokenizer
-from fingerprint.version import FINGERPRINT_VERSION
+from fingerprint.seeds import smallest_seeds
+from fingerprint.simhash import simhash, simhash_tokens
+from fingerprint.tokens import Tokenizer, default_tokenizer
+from fingerprint.version import FINGERPRINT_VERSION, fingerprint_version
 
 
 @dataclass(frozen=True)
 class Fingerprints:
-    """SimHash (uint64), exact-content hash (32 hex), DNA windows, normalised length, version."""
+    """SimHash (uint64), exact-content hash (32 hex), DNA windows, normalised length, version, passage sketch."""
 
     simhash: int
     content_hash: str
     dna: tuple[int, ...]
     length: int
     version: str = FINGERPRINT_VERSION
+    sketch: tuple[int, ...] = ()
 
 
 def fingerprint_text(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = None,
-                     dna_params: DnaParams | None = DEFAULT_PARAMS) -> Fingerprints:
-    """Normalise once, then SimHash, exact hash and DNA (no DNA windows when dna_params is None)."""
+                     dna_params: DnaParams | None = DEFAULT_PARAMS, sketch_size: int = 0) -> Fingerprints:
+    """Normalise once, then SimHash, exact hash, DNA (none when dna_params is None) and the passage sketch
+    (`sketch_size` values; with synonyms on, from the same cut as the SimHash: one tokenizer pass a page)."""
     norm = normalize(text)
-    return Fingerprints(
-        simhash=simhash(norm, weighting, tokenizer, normalized=True),
-        content_hash=content_hash(norm, normalized=True),
-        dna=dna(norm, dna_params) if dna_params is not None else (),
-        length=len(norm),
-    )
+    on = synonyms.enabled()
+    if on:
+        cut = synonyms.canonical_tokens((tokenizer or default_tokenizer()).cut(norm))
+        sh = simhash_tokens(cut, weighting, numpy_only="\x00" in norm)
+        sk = smallest_seeds(letter_stream("".join(cut))[0], sketch_size) if sketch_size else []
+    else:
+        sh = simhash(norm, weighting, tokenizer, normalized=True)
+        sk = smallest_seeds(letter_stream(text)[0], sketch_size) if sketch_size else []
+    return Fingerprints(simhash=sh, content_hash=content_hash(norm, normalized=True),
+                        dna=dna(norm, dna_params) if dna_params is not None else (), length=len(norm),
+                        version=fingerprint_version(on), sketch=tuple(sk))
+
+
+def text_sketch(text: str, size: int) -> list[int]:
+    """The `size` smallest seed hashes of a text's letters: of its canonical normalised tokens with synonyms
+    on (what fingerprint_text computes), of the text itself with them off (the sketch before issue 27)."""
+    if synonyms.enabled():
+        letters: np.ndarray = letter_stream("".join(synonyms.canonical_tokens(default_tokenizer().cut(normalize(text)))))[0]
+    else:
+        letters = letter_stream(text)[0]
+    return smallest_seeds(letters, size)

@@ -19,10 +19,12 @@ import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
 
+from fingerprint import synonyms
 from fingerprint.dna import letter_stream
 from fingerprint.seeds import gram_codes, seeds
 
@@ -142,8 +144,20 @@ class _Letters:
 
     @classmethod
     def of(cls, text: str) -> _Letters:
-        codes, offsets = letter_stream(text)
-        return cls(codes[:MAX_LETTERS], offsets[:MAX_LETTERS])
+        """Letters of text after synonym canonicalisation (when on), with offsets into text itself."""
+        return _letters_of(text, synonyms.enabled())
+
+
+@lru_cache(maxsize=16)
+def _letters_of(text: str, canonical: bool) -> _Letters:
+    """_Letters.of, kept for the last few texts: a page's letters serve its sketch check against up to
+    max_candidates kept pages, and canonicalising costs a tokenizer pass."""
+    canon, origin = synonyms.canonical_text(text) if canonical else (text, None)
+    codes, offsets = letter_stream(canon)
+    if origin is not None:
+        offsets = origin[offsets]
+    codes.flags.writeable = offsets.flags.writeable = False   # shared by every caller of the cache
+    return _Letters(codes[:MAX_LETTERS], offsets[:MAX_LETTERS])
 
 
 def _covered(present: np.ndarray, n: int, k: int) -> np.ndarray:

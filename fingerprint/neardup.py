@@ -25,7 +25,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from fingerprint.document import fingerprint_text
+from fingerprint.document import fingerprint_text, text_sketch
 from fingerprint.hamming_index import HammingIndex
 from fingerprint.matcher import MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
@@ -67,7 +67,7 @@ class NearDupParams:
 
 def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
     """The `size` smallest distinct seed hashes of a text (empty for texts without Han characters)."""
-    return smallest_seeds(_Letters.of(text).codes, size)
+    return text_sketch(text, size)
 
 
 def passage_coverage(a: str, b: str) -> float:
@@ -106,9 +106,8 @@ class DedupDoc:
     @classmethod
     def of(cls, page_id: str, text: str, params: NearDupParams | None = None, **extra: object) -> "DedupDoc":
         """Fingerprint a text (the crawl gets these fields from FingerprintPipeline instead)."""
-        fp = fingerprint_text(text)
-        size = (params or NearDupParams()).sketch_size
-        return cls(page_id, text, fp.content_hash, int(fp.simhash), tuple(sketch(text, size)), **extra)  # type: ignore[arg-type]
+        fp = fingerprint_text(text, dna_params=None, sketch_size=(params or NearDupParams()).sketch_size)
+        return cls(page_id, text, fp.content_hash, int(fp.simhash), fp.sketch, **extra)  # type: ignore[arg-type]
 
 
 class LookupUnavailable(Exception):
