@@ -45,6 +45,18 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 STOCK_PHRASES = ("值得一提的是，", "据了解，", "众所周知，", "事实上，", "据悉，", "与此同时，", "不难发现，",
                  "需要注意的是，", "小编了解到，", "总的来说，", "据相关人士透露，", "有消息称，")
 DISGUISES = ("swap30", "swap50", "swap30-shuffled", "wash")
+SETTINGS = ("before", "synonyms", "all")   # the measured settings, in the order the tables show them
+
+
+def setting(name: str) -> tuple[bool, "NearDupParams"]:
+    """(synonym canonicalisation on?, dedup parameters) of a setting: `before` is the code before issue 27
+    (ZHDEDUP_SYNONYMS=0, sketch of 8, no rewrite rule), `synonyms` adds canonicalisation only, `all` is
+    the default (canonicalisation, sketch of 16, the rewrite rule)."""
+    from fingerprint.neardup import NearDupParams
+
+    return {"before": (False, NearDupParams(sketch_size=8, rewrites=False)),
+            "synonyms": (True, NearDupParams(sketch_size=8, rewrites=False)),
+            "all": (True, NearDupParams())}[name]
 
 
 # ---------------------------------------------------------------- synonym sources
@@ -94,15 +106,19 @@ SOURCES: dict[str, Callable[[], dict[str, tuple[str, ...]]]] = {"cilin": cilin_a
 
 # ---------------------------------------------------------------- disguises
 
-def swap_words(text: str, fraction: float, table: dict[str, tuple[str, ...]], rng: random.Random) -> str:
-    """Replace `fraction` of the replaceable words (jieba tokens in the table) by a random alternative."""
+def swap_words(text: str, fraction: float, table: dict[str, tuple[str, ...]], rng: random.Random
+               ) -> tuple[str, float]:
+    """Replace `fraction` of the replaceable words (jieba tokens in the table) by a random alternative;
+    (the text, share of its Han words swapped)."""
     from fingerprint.tokens import default_tokenizer
 
     tokens = default_tokenizer().cut(text)
     where = [i for i, t in enumerate(tokens) if t in table]
-    for i in rng.sample(where, round(len(where) * fraction)):
+    chosen = rng.sample(where, round(len(where) * fraction))
+    for i in chosen:
         tokens[i] = rng.choice(table[tokens[i]])
-    return "".join(tokens)
+    words = sum(1 for t in tokens if any("\u4e00" <= ch <= "\u9fff" for ch in t))
+    return "".join(tokens), len(chosen) / max(1, words)
 
 
 def shuffle(text: str, rng: random.Random) -> str:
@@ -121,17 +137,15 @@ def pad_and_drop(text: str, rng: random.Random, pad: float = 0.2, drop: float = 
     return "".join(out)
 
 
-def disguise(text: str, name: str, table: dict[str, tuple[str, ...]], rng: random.Random) -> str:
-    """One of DISGUISES applied to text."""
-    if name == "swap30":
-        return swap_words(text, 0.3, table, rng)
-    if name == "swap50":
-        return swap_words(text, 0.5, table, rng)
-    if name == "swap30-shuffled":
-        return shuffle(swap_words(text, 0.3, table, rng), rng)
-    if name == "wash":
-        return pad_and_drop(shuffle(swap_words(text, 0.4, table, rng), rng), rng)
-    raise ValueError(f"unknown disguise {name!r}")
+def disguise(text: str, name: str, table: dict[str, tuple[str, ...]], rng: random.Random) -> tuple[str, float]:
+    """One of DISGUISES applied to text; (the variant, share of words swapped)."""
+    share = {"swap30": 0.3, "swap50": 0.5, "swap30-shuffled": 0.3, "wash": 0.4}.get(name)
+    if share is None:
+        raise ValueError(f"unknown disguise {name!r}")
+    out, swapped = swap_words(text, share, table, rng)
+    if name in ("swap30-shuffled", "wash"):
+        out = shuffle(out, rng)
+    return (pad_and_drop(out, rng) if name == "wash" else out), swapped
 
 
 # ---------------------------------------------------------------- the labelled pairs
@@ -145,6 +159,7 @@ class RPair:
     label: int
     thesaurus: str
     kind: str
+    swapped: float = 0.0   # share of the words swapped
 
 
 def sources_of(cfg: Config, data: Path) -> tuple[list[Doc], list[Doc], list[Doc]]:
@@ -177,22 +192,22 @@ def labelled(cfg: Config, data: Path) -> list[RPair]:
         table = load()
         for src in picked:
             for name in DISGUISES:
-                r = rng_for(cfg.seed, src.id, thesaurus, name)
-                pairs.append(RPair(src, disguise(src.text, name, table, r), 1, thesaurus, name))
+                variant, swapped = disguise(src.text, name, table, rng_for(cfg.seed, src.id, thesaurus, name))
+                pairs.append(RPair(src, variant, 1, thesaurus, name, swapped))
         for a, b, kind in negs:
             r = rng_for(cfg.seed, a.id, b.id, thesaurus, "wash")
-            pairs.append(RPair(a, disguise(b.text, "wash", table, r), 0, thesaurus, f"{kind}, washed"))
+            pairs.append(RPair(a, disguise(b.text, "wash", table, r)[0], 0, thesaurus, f"{kind}, washed"))
     pairs += [RPair(a, b.text, 0, "-", kind) for a, b, kind in negs]
     return pairs
 
 
 # ---------------------------------------------------------------- running the product
 
-def dedup_says_copy(source: str, variant: str) -> bool:
+def dedup_says_copy(source: str, variant: str, params: "NearDupParams") -> bool:
     """The crawl's decision for the variant after the source was kept (fingerprint.neardup)."""
     from fingerprint.neardup import is_near_duplicate
 
-    return is_near_duplicate(source, variant).is_duplicate
+    return is_near_duplicate(source, variant, params).is_duplicate
 
 
 def matcher_hits(pairs: Sequence[RPair]) -> list[bool]:
@@ -231,22 +246,23 @@ class Measured:
 
 
 def measure(pairs: Sequence[RPair], log: Callable[[str], None]) -> Measured:
-    """Both methods on every pair, canonicalisation off then on."""
+    """Both methods on every pair in every setting (the matcher has no dedup parameters: `all` = `synonyms`)."""
     from fingerprint.synonyms import synonyms_enabled
 
     out = Measured()
-    for setting, on in (("off", False), ("on", True)):
+    for name in SETTINGS:
+        on, params = setting(name)
         with synonyms_enabled(on):
             t = time.process_time()
             for p in pairs:
-                out.add(setting, "dedup", p, dedup_says_copy(p.source.text, p.variant))
-            out.seconds[f"dedup {setting}"] = time.process_time() - t
+                out.add(name, "dedup", p, dedup_says_copy(p.source.text, p.variant, params))
+            out.seconds[f"dedup {name}"] = time.process_time() - t
             t = time.process_time()
             for p, hit in zip(pairs, matcher_hits(pairs)):
-                out.add(setting, "matcher", p, hit)
-            out.seconds[f"matcher {setting}"] = time.process_time() - t
-        log(f"labelled pairs, synonyms {setting}: dedup {out.seconds[f'dedup {setting}']:.0f} s, "
-            f"matcher {out.seconds[f'matcher {setting}']:.0f} s")
+                out.add(name, "matcher", p, hit)
+            out.seconds[f"matcher {name}"] = time.process_time() - t
+        log(f"labelled pairs, {name}: dedup {out.seconds[f'dedup {name}']:.0f} s, "
+            f"matcher {out.seconds[f'matcher {name}']:.0f} s")
     return out
 
 
@@ -283,12 +299,12 @@ def pair_counts(docs: Sequence[Doc]) -> dict[str, int]:
     return {"different": len(docs) * (len(docs) - 1) // 2 - same, "same": same}
 
 
-def crawl_all(docs: Sequence[Doc]) -> tuple[list[tuple[int, str]], float]:
+def crawl_all(docs: Sequence[Doc], params: "NearDupParams") -> tuple[list[tuple[int, str]], float]:
     """Each document decided against all earlier kept ones (one DedupEngine); (index, original) of each
     document found a copy, and CPU seconds."""
     from fingerprint.neardup import DedupDoc, DedupEngine
 
-    engine = DedupEngine()
+    engine = DedupEngine(params)
     found = []
     t = time.process_time()
     for i, d in enumerate(docs):
@@ -304,21 +320,22 @@ def background(data: Path, n: int, seed: int, log: Callable[[str], None]) -> Bac
 
     docs = background_docs(data, n, seed)
     bg = Background(len(docs), pair_counts(docs), {}, {}, {})
-    for setting, on in (("off", False), ("on", True)):
+    for name in SETTINGS:
+        on, params = setting(name)
         with synonyms_enabled(on):
-            found, cpu = crawl_all(docs)
-        bg.ms_per_page[setting] = 1000 * cpu / max(1, len(docs))
+            found, cpu = crawl_all(docs, params)
+        bg.ms_per_page[name] = 1000 * cpu / max(1, len(docs))
         false = {"different": 0, "same": 0}
-        bg.excluded[setting] = 0
+        bg.excluded[name] = 0
         for i, orig in found:
             a, b = docs[int(orig)], docs[i]
             if shingle_containment(a.text, b.text) > 0.2:
-                bg.excluded[setting] += 1
+                bg.excluded[name] += 1
                 continue
             false["same" if _group(a) == _group(b) else "different"] += 1
-            bg.examples.append(f"{setting}: {a.id} ({_group(a)}) ~ {b.id} ({_group(b)})")
-        bg.false[setting] = false
-        log(f"background, synonyms {setting}: {len(docs)} documents, false pairs {false}, {cpu:.0f} s")
+            bg.examples.append(f"{name}: {a.id} ({_group(a)}) ~ {b.id} ({_group(b)})")
+        bg.false[name] = false
+        log(f"background, {name}: {len(docs)} documents, false pairs {false}, {cpu:.0f} s")
     return bg
 
 
@@ -336,31 +353,39 @@ def precision(m: Measured, setting: str, method: str, thesaurus: str) -> tuple[f
     return (tp / (tp + fp) if tp + fp else float("nan")), tp, fp
 
 
+def _arrow(values: Sequence[str]) -> str:
+    """'a -> b -> **c**': the settings in order, the last (the default) in bold."""
+    return " -> ".join([*values[:-1], f"**{values[-1]}**"])
+
+
 def recall_table(m: Measured) -> list[str]:
-    """Recall per disguise and thesaurus, off -> on, for both methods."""
-    lines = ["| synonyms from | disguise | pairs | crawl-time dedup, off -> on | matcher, off -> on |", "|---|---|---|---|---|"]
+    """Recall per disguise and thesaurus in every setting, for both methods; then pair precision."""
+    lines = ["| synonyms from | disguise | pairs | crawl-time dedup: before -> synonyms -> all | "
+             "matcher: before -> synonyms |", "|---|---|---|---|---|"]
     for th in SOURCES:
         for kind in DISGUISES:
-            d_off, d_on = (_rate(m, s, "dedup", th, kind, 1) for s in ("off", "on"))
-            m_off, m_on = (_rate(m, s, "matcher", th, kind, 1) for s in ("off", "on"))
-            lines.append(f"| {th} | {kind} | {d_on.n} | {d_off.rate:.2f} -> **{d_on.rate:.2f}** | "
-                         f"{m_off.rate:.2f} -> **{m_on.rate:.2f}** |")
-        p = {(me, s): precision(m, s, me, th) for me in ("dedup", "matcher") for s in ("off", "on")}
-        lines.append(f"| {th} | pair precision (TP/FP) | | " + " | ".join(
-            f"{p[(me, 'off')][0]:.3f} ({p[(me, 'off')][1]}/{p[(me, 'off')][2]}) -> "
-            f"**{p[(me, 'on')][0]:.3f}** ({p[(me, 'on')][1]}/{p[(me, 'on')][2]})" for me in ("dedup", "matcher")) + " |")
+            d = [_rate(m, s, "dedup", th, kind, 1) for s in SETTINGS]
+            mt = [_rate(m, s, "matcher", th, kind, 1) for s in SETTINGS[:2]]
+            lines.append(f"| {th} | {kind} | {d[0].n} | {_arrow([f'{c.rate:.2f}' for c in d])} | "
+                         f"{_arrow([f'{c.rate:.2f}' for c in mt])} |")
+        cells = []
+        for me, names in (("dedup", SETTINGS), ("matcher", SETTINGS[:2])):
+            cells.append(_arrow([f"{pr:.3f} ({tp}/{fp})" for pr, tp, fp in (precision(m, s, me, th) for s in names)]))
+        lines.append(f"| {th} | pair precision (TP/FP) | | {cells[0]} | {cells[1]} |")
     return lines
 
 
 def negative_table(m: Measured) -> list[str]:
-    """False positives per kind of negative, off -> on."""
+    """False positives per kind of negative in every setting."""
     kinds = sorted({(th, k) for (_, _, th, k, lab) in m.cells if lab == 0}, key=lambda x: (x[0] != "-", x))
-    lines = ["| negatives | pairs | dedup false pairs, off -> on | matcher false pairs, off -> on |", "|---|---|---|---|"]
+    lines = ["| negatives | pairs | dedup false pairs: before -> synonyms -> all | matcher: before -> synonyms |",
+             "|---|---|---|---|"]
     for th, k in kinds:
-        cells = {(me, s): _rate(m, s, me, th, k, 0) for me in ("dedup", "matcher") for s in ("off", "on")}
+        d = [_rate(m, s, "dedup", th, k, 0) for s in SETTINGS]
+        mt = [_rate(m, s, "matcher", th, k, 0) for s in SETTINGS[:2]]
         name = k if th == "-" else f"{k} with {th}"
-        lines.append(f"| {name} | {cells[('dedup', 'on')].n} | " + " | ".join(
-            f"{cells[(me, 'off')].flagged} -> **{cells[(me, 'on')].flagged}**" for me in ("dedup", "matcher")) + " |")
+        lines.append(f"| {name} | {d[0].n} | {_arrow([str(c.flagged) for c in d])} | "
+                     f"{_arrow([str(c.flagged) for c in mt])} |")
     return lines
 
 
@@ -369,27 +394,40 @@ def background_table(bg: Background) -> list[str]:
     lines = [f"Every pair among {bg.docs:,} real documents, each decided by one DedupEngine holding all earlier ones "
              f"({bg.pairs['different']:,} pairs of different groups, {bg.pairs['same']:,} of the same book or news "
              "category; flagged pairs sharing > 20% of their 8-grams, reprints, are left out: "
-             f"off {bg.excluded['off']}, on {bg.excluded['on']}).", "",
-             "| pairs | false pairs, off -> on | per million, off -> on |", "|---|---|---|"]
+             + ", ".join(f"{s} {bg.excluded[s]}" for s in SETTINGS) + ").", "",
+             "| pairs | false pairs: before -> synonyms -> all | per million |", "|---|---|---|"]
     for rel in ("different", "same"):
-        off, on = bg.false["off"][rel], bg.false["on"][rel]
-        per = [1e6 * x / max(1, bg.pairs[rel]) for x in (off, on)]
-        lines.append(f"| {rel} group | {off} -> **{on}** | {per[0]:.2f} -> **{per[1]:.2f}** |")
-    lines += ["", f"CPU per page in that crawl (fingerprints + decision): {bg.ms_per_page['off']:.2f} ms off, "
-              f"{bg.ms_per_page['on']:.2f} ms on."]
+        counts = [bg.false[s][rel] for s in SETTINGS]
+        per = [f"{1e6 * x / max(1, bg.pairs[rel]):.2f}" for x in counts]
+        lines.append(f"| {rel} group | {_arrow([str(c) for c in counts])} | {_arrow(per)} |")
+    lines += ["", "CPU per page in that crawl (fingerprints + decision): "
+              + ", ".join(f"{s} {bg.ms_per_page[s]:.2f} ms" for s in SETTINGS) + "."]
     return lines + ([""] + [f"- {e}" for e in bg.examples[:20]] if bg.examples else [])
 
 
 def report(m: Measured, bg: Background | None, meta: dict) -> str:
     """The whole markdown report."""
     head = [f"# Rewritten copies (issue 27): `{meta['command']}`", "",
-            f"{meta['date']}, {meta['machine']}, fingerprint version on: `{meta['version_on']}`, "
-            f"off: `{meta['version_off']}`; {meta['sources']} sources, seed {meta['seed']}, {meta['elapsed']:.0f} s.", "",
-            "Recall per disguise; off = synonym canonicalisation off (the baseline), on = on; same run, same pairs.", ""]
+            f"{meta['date']}, {meta['machine']}; fingerprint version with synonyms: `{meta['version_on']}`, "
+            f"without: `{meta['version_off']}`; {meta['sources']} sources, seed {meta['seed']}, "
+            f"{meta['elapsed']:.0f} s.", "",
+            "Settings, one run, the same pairs: **before** = the code before issue 27 (ZHDEDUP_SYNONYMS=0, sketch "
+            "of 8, no rewrite rule); **synonyms** = canonicalisation only; **all** = the default (canonicalisation, "
+            "sketch of 16, the rewrite rule). Words swapped: share of the source's tokens changed, mean "
+            + ", ".join(f"{k} {v:.1%}" for k, v in meta["swapped"].items()) + ".", ""]
     body = recall_table(m) + ["", "## Negatives", ""] + negative_table(m)
     if bg is not None:
         body += ["", "## Unrelated and same-group real pairs at scale (crawl-time dedup)", ""] + background_table(bg)
     return "\n".join(head + body) + "\n"
+
+
+def swapped_shares(pairs: Sequence[RPair]) -> dict[str, float]:
+    """Mean share of words swapped per thesaurus and swap level (how strong the disguises are)."""
+    out: dict[str, list[float]] = {}
+    for p in pairs:
+        if p.label and p.kind in ("swap30", "swap50"):
+            out.setdefault(f"{p.thesaurus} {p.kind}", []).append(p.swapped)
+    return {k: sum(v) / len(v) for k, v in out.items()}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -419,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"command": "python -m benchmarks.accuracy.rewrite" + (" --quick" if args.quick else ""),
             "date": dt.date.today().isoformat(), "machine": f"{platform.machine()}, {platform.processor() or '?'}",
             "version_on": FINGERPRINT_VERSION, "version_off": BASE_VERSION, "sources": cfg.n_news + cfg.n_fiction,
-            "seed": cfg.seed, "elapsed": time.perf_counter() - t0}
+            "seed": cfg.seed, "elapsed": time.perf_counter() - t0, "swapped": swapped_shares(pairs)}
     text = report(m, bg, meta)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
