@@ -1,7 +1,8 @@
 """The fingerprint's version: every component whose change would change a stored fingerprint.
 
 Stored fingerprints carry this string. A change of any part (tables, tokenizer, hash, weights,
-DNA parameters) bumps it, and stores re-fingerprint their pages (`python -m storage rebuild-index`).
+DNA parameters, the thesaurus) bumps it, and a store re-fingerprints its pages of another version from
+their text when it opens, then rebuilds its index (storage/fpversion.py).
 """
 from __future__ import annotations
 
