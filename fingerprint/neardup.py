@@ -200,6 +200,17 @@ class Verdict:
         """True for exact and near duplicates."""
         return self.kind in ("exact", "near")
 
+    @property
+    def by_passages(self) -> bool:
+        """Found by the passage step (a plain copy or a rewrite): the page had claimed its sketch, so other
+        crawlers may have seen it (storage forwards such a copy to its original)."""
+        return self.method in ("passages", "rewrite")
+
+    @property
+    def recorded_as(self) -> str:
+        """How the store and the stats name the copy: exact | near | passages | rewrite."""
+        return str(self.method) if self.by_passages else self.kind
+
 
 class DedupIndex(Protocol):
     """Where kept pages' dedup keys live. Implementations: MemoryDedupIndex, storage's RedisDedupIndex."""
