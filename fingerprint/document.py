@@ -1,6 +1,8 @@
 """All fingerprints of one document in one pass: what the crawler stores for every page."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +38,7 @@ def fingerprint_text(text: str, weighting: str = "tfidf", tokenizer: Tokenizer |
     if on:
         cut = synonyms.canonical_tokens((tokenizer or default_tokenizer()).cut(norm))
         sh = simhash_tokens(cut, weighting, numpy_only="\x00" in norm)
-        sk = smallest_seeds(letter_stream("".join(cut))[0], sketch_size) if sketch_size else []
+        sk = smallest_seeds(_remember(text, "".join(cut)).codes, sketch_size) if sketch_size else []
     else:
         sh = simhash(norm, weighting, tokenizer, normalized=True)
         sk = smallest_seeds(letter_stream(text)[0], sketch_size) if sketch_size else []
@@ -45,11 +47,43 @@ def fingerprint_text(text: str, weighting: str = "tfidf", tokenizer: Tokenizer |
                         version=fingerprint_version(on), sketch=tuple(sk))
 
 
+@dataclass(frozen=True)
+class CanonicalLetters:
+    """A text's canonical form for the passage step: its normalised tokens with synonyms canonicalised,
+    joined, and that string's pinyin letters with their offsets in it."""
+
+    text: str
+    codes: np.ndarray
+    offsets: np.ndarray
+
+
+_RECENT: OrderedDict[str, CanonicalLetters] = OrderedDict()
+_RECENT_SIZE = 512   # pages (~18 KB each): a page's letters serve its sketch, then its passage checks
+_RECENT_LOCK = threading.Lock()
+
+
+def _remember(text: str, canonical: str) -> CanonicalLetters:
+    """The canonical letters of text, kept for its passage checks."""
+    codes, offsets = letter_stream(canonical)
+    letters = CanonicalLetters(canonical, codes, offsets.astype(np.int32))
+    with _RECENT_LOCK:
+        _RECENT[text] = letters
+        if len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
+    return letters
+
+
+def canonical_letters(text: str) -> CanonicalLetters:
+    """canonical letters of text (synonyms on): those fingerprint_text just computed, or computed now."""
+    with _RECENT_LOCK:
+        found = _RECENT.get(text)
+        if found is not None:
+            _RECENT.move_to_end(text)
+            return found
+    return _remember(text, "".join(synonyms.canonical_tokens(default_tokenizer().cut(normalize(text)))))
+
+
 def text_sketch(text: str, size: int) -> list[int]:
     """The `size` smallest seed hashes of a text's letters: of its canonical normalised tokens with synonyms
     on (what fingerprint_text computes), of the text itself with them off (the sketch before issue 27)."""
-    if synonyms.enabled():
-        letters: np.ndarray = letter_stream("".join(synonyms.canonical_tokens(default_tokenizer().cut(normalize(text)))))[0]
-    else:
-        letters = letter_stream(text)[0]
-    return smallest_seeds(letters, size)
+    return smallest_seeds(canonical_letters(text).codes if synonyms.enabled() else letter_stream(text)[0], size)

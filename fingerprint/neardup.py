@@ -28,9 +28,10 @@ from typing import Protocol
 
 import numpy as np
 
-from fingerprint.document import fingerprint_text, text_sketch
+from fingerprint import synonyms
+from fingerprint.document import canonical_letters, fingerprint_text, text_sketch
 from fingerprint.hamming_index import HammingIndex
-from fingerprint.matcher import MatchParams, _Letters, align
+from fingerprint.matcher import MAX_LETTERS, MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
 from fingerprint.simhash import hamming
 
@@ -82,11 +83,16 @@ def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
 @dataclass(frozen=True)
 class Alignment:
     """How two texts' shared passages lie: min share of a and of b they cover, the longest stretch of
-    either without one (share of its text), the share of sentences holding one (the smaller side)."""
+    either without one (share of its text); per side, the covered letters, their offsets and the text."""
 
     coverage: float
     gap: float
-    sentences: float
+    sides: tuple = ()
+
+    @property
+    def sentences(self) -> float:
+        """Share of sentences holding a shared passage (the smaller side): read for rewrites only."""
+        return min((_sentence_share(m, x.offsets, t) for m, x, t in self.sides), default=0.0)
 
 
 _SENTENCE_ENDS = re.compile(r"[。！？!?；;…\n]")
@@ -94,13 +100,21 @@ _SENTENCE_ENDS = re.compile(r"[。！？!?；;…\n]")
 
 def passage_alignment(a: str, b: str) -> Alignment:
     """Align a and b (the matcher's passages) and measure how the shared passages lie in both."""
-    la, lb = _Letters.of(a), _Letters.of(b)
+    (la, ta), (lb, tb) = _passage_letters(a), _passage_letters(b)
     if not len(la.codes) or not len(lb.codes):
-        return Alignment(0.0, 1.0, 0.0)
+        return Alignment(0.0, 1.0)
     runs = align(la, lb, MatchParams())
-    sides = [(_covered_mask(len(x.codes), r), x, t) for x, r, t in zip((la, lb), runs, (a, b))]
-    return Alignment(min(float(m.mean()) for m, _, _ in sides), max(_longest_gap(m) for m, _, _ in sides),
-                     min(_sentence_share(m, x.offsets, t) for m, x, t in sides))
+    sides = tuple((_covered_mask(len(x.codes), r), x, t) for x, r, t in zip((la, lb), runs, (ta, tb)))
+    return Alignment(min(float(m.mean()) for m, _, _ in sides), max(_longest_gap(m) for m, _, _ in sides), sides)
+
+
+def _passage_letters(text: str) -> tuple[_Letters, str]:
+    """The letters passages are aligned on, and the string their offsets point into: with synonyms on the
+    canonical normalised tokens the sketch was taken from (computed once a page), else the text itself."""
+    if not synonyms.enabled():
+        return _Letters.of(text), text
+    c = canonical_letters(text)
+    return _Letters(c.codes[:MAX_LETTERS], c.offsets[:MAX_LETTERS]), c.text
 
 
 def _covered_mask(n: int, runs: list[tuple[int, int]]) -> np.ndarray:
