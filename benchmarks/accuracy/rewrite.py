@@ -28,6 +28,7 @@ import argparse
 import datetime as dt
 import importlib.util
 import json
+import os
 import platform
 import random
 import sys
@@ -278,6 +279,7 @@ class Background:
     excluded: dict[str, int]       # setting -> flagged pairs that share > 20% of 8-grams (reprints)
     ms_per_page: dict[str, float]  # setting -> CPU ms per page (fingerprints + decision)
     examples: list[str] = field(default_factory=list)
+    matcher_false: dict[str, dict[str, int]] = field(default_factory=dict)   # the same for the matcher
 
 
 def background_docs(data: Path, n: int, seed: int) -> list[Doc]:
@@ -314,6 +316,22 @@ def crawl_all(docs: Sequence[Doc], params: "NearDupParams") -> tuple[list[tuple[
     return found, time.process_time() - t
 
 
+def matcher_false_pairs(docs: Sequence[Doc]) -> dict[str, int]:
+    """Every document registered as a source, every document matched against all: matches to another
+    document (not a reprint sharing > 20% of 8-grams), by group relation."""
+    from fingerprint.matcher import CopyMatcher
+
+    m = CopyMatcher()
+    for i, d in enumerate(docs):
+        m.add_source(str(i), d.text)
+    pairs = {tuple(sorted((i, int(hit.source_id)))) for i, d in enumerate(docs) for hit in m.match(d.text)}
+    out = {"different": 0, "same": 0}
+    for i, j in sorted(pairs):   # each pair once, whichever way round it was found
+        if i != j and shingle_containment(docs[i].text, docs[j].text) <= 0.2:
+            out["same" if _group(docs[i]) == _group(docs[j]) else "different"] += 1
+    return out
+
+
 def background(data: Path, n: int, seed: int, log: Callable[[str], None]) -> Background:
     """The crawl's decision over n documents, canonicalisation off then on."""
     from fingerprint.synonyms import synonyms_enabled
@@ -335,7 +353,10 @@ def background(data: Path, n: int, seed: int, log: Callable[[str], None]) -> Bac
             false["same" if _group(a) == _group(b) else "different"] += 1
             bg.examples.append(f"{name}: {a.id} ({_group(a)}) ~ {b.id} ({_group(b)})")
         bg.false[name] = false
-        log(f"background, {name}: {len(docs)} documents, false pairs {false}, {cpu:.0f} s")
+        with synonyms_enabled(on):
+            bg.matcher_false[name] = matcher_false_pairs(docs)
+        log(f"background, {name}: {len(docs)} documents, false pairs {false}, matcher {bg.matcher_false[name]}, "
+            f"{cpu:.0f} s")
     return bg
 
 
@@ -400,6 +421,9 @@ def background_table(bg: Background) -> list[str]:
         counts = [bg.false[s][rel] for s in SETTINGS]
         per = [f"{1e6 * x / max(1, bg.pairs[rel]):.2f}" for x in counts]
         lines.append(f"| {rel} group | {_arrow([str(c) for c in counts])} | {_arrow(per)} |")
+    lines += ["", "The matcher on the same documents (each registered as a source, each matched against all; a pair "
+              "counts once): " + "; ".join(f"{rel} group {_arrow([str(bg.matcher_false[s][rel]) for s in SETTINGS[:2]])}"
+                                        for rel in ("different", "same")) + " false pairs (before -> synonyms)."]
     lines += ["", "CPU per page in that crawl (fingerprints + decision): "
               + ", ".join(f"{s} {bg.ms_per_page[s]:.2f} ms" for s in SETTINGS) + "."]
     return lines + ([""] + [f"- {e}" for e in bg.examples[:20]] if bg.examples else [])
@@ -430,6 +454,16 @@ def swapped_shares(pairs: Sequence[RPair]) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in out.items()}
 
 
+def machine() -> str:
+    """CPU model and count, for the report's header."""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        model = platform.processor() or platform.machine()
+    return f"{model}, {os.cpu_count()} cores"
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.accuracy.rewrite", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="4 news + 4 chapters, 200 background documents")
@@ -455,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     n_bg = args.background if args.background is not None else (200 if args.quick else 2000)
     bg = background(data, n_bg, args.seed, log) if n_bg > 1 else None
     meta = {"command": "python -m benchmarks.accuracy.rewrite" + (" --quick" if args.quick else ""),
-            "date": dt.date.today().isoformat(), "machine": f"{platform.machine()}, {platform.processor() or '?'}",
+            "date": dt.date.today().isoformat(), "machine": machine(),
             "version_on": FINGERPRINT_VERSION, "version_off": BASE_VERSION, "sources": cfg.n_news + cfg.n_fiction,
             "seed": cfg.seed, "elapsed": time.perf_counter() - t0, "swapped": swapped_shares(pairs)}
     text = report(m, bg, meta)
