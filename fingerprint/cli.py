@@ -21,7 +21,8 @@ from fingerprint.matcher import CopyMatcher, compare_texts
 from fingerprint.neardup import MAX_K, DedupDoc, DedupEngine, NearDupParams, check_k, is_near_duplicate, sketch
 from fingerprint.simhash import hamming, simhash
 from fingerprint.tokens import Tokenizer, default_tokenizer
-from fingerprint.version import FINGERPRINT_VERSION
+from fingerprint.synonyms import enabled as synonyms_enabled
+from fingerprint.version import fingerprint_version
 
 ENCODINGS = ("utf-8", "gb18030", "big5")
 
@@ -290,7 +291,7 @@ def build_parser(prog: str = "python -m fingerprint") -> argparse.ArgumentParser
     """The argparse tree for `python -m fingerprint` (prog: the name usage lines show)."""
     p = OneLineParser(prog=prog, description=__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"{FINGERPRINT_VERSION} "
+    p.add_argument("--version", action="version", version=f"{fingerprint_version(synonyms_enabled())} "
                    f"({'compiled kernels' if speedups.available() else 'numpy only: fingerprint/_speedups.c not built'})")
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)

@@ -72,13 +72,14 @@ def _version() -> str:
     """The package's version and the fingerprint version (stored fingerprints depend on the latter)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from fingerprint.version import FINGERPRINT_VERSION
+    from fingerprint.synonyms import enabled
+    from fingerprint.version import fingerprint_version
 
     try:
         package = version("zhdedup")
     except PackageNotFoundError:
         package = "unknown"
-    return f"{PROG} {package}, fingerprint {FINGERPRINT_VERSION}"
+    return f"{PROG} {package}, fingerprint {fingerprint_version(enabled())}"
 
 
 def run(name: str, args: Sequence[str]) -> int:
