@@ -216,7 +216,8 @@ def baseline_tree(commit: str, into: Path) -> Path:
     return into
 
 
-def _run_dedup(tree: Path, src: Path, out: Path, core: int | None) -> tuple[float, float]:
+def _run_dedup(tree: Path, src: Path, out: Path, core: int | None, extra_env: dict | None = None
+               ) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of the whole `python -m fingerprint dedup src --out out` process with
     `tree` first on the path, pinned to one core: interpreter start, imports, tables, reading, writing."""
     import os
@@ -224,7 +225,7 @@ def _run_dedup(tree: Path, src: Path, out: Path, core: int | None) -> tuple[floa
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = {**os.environ, "PYTHONPATH": str(tree), **(extra_env or {})}
     env.pop("ZHDEDUP_NO_SPEEDUPS", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its .pyc files: the warm-up writes them
     pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
@@ -242,11 +243,13 @@ def _median_range(values: list[float]) -> str:
     return f"{statistics.median(values):>6,.0f} ({min(values):,.0f}-{max(values):,.0f})"
 
 
-def bench_dedup_process(sizes: list[int], rounds: int, baseline: str, core: int | None = 1) -> None:
+def bench_dedup_process(sizes: list[int], rounds: int, baseline: str, core: int | None = 1,
+                        now_env: dict | None = None) -> None:
     """`python -m fingerprint dedup` (--method full, one worker) as a user runs it, start-up included, on
     held-out-looking news (benchmarks.dedup_corpus: 3,000 characters, a quarter near copies), one core,
     against the code of `baseline` in the same run: rounds interleaved (the order flips every round),
-    medians with ranges. The two codes' outputs must be byte-identical."""
+    medians with ranges. The two codes' outputs are byte-identical when they compute one fingerprint
+    version (`now_env={"ZHDEDUP_SYNONYMS": "0"}` against a baseline before issue 27)."""
     import os
     import tempfile
 
@@ -260,14 +263,15 @@ def bench_dedup_process(sizes: list[int], rounds: int, baseline: str, core: int 
         trees = {"baseline": baseline_tree(baseline, tmp / "baseline"), "now": root}
         inputs = {n: write(tmp / f"in{n}.jsonl", n) for n in [1, *sizes]}
         (tmp / "run").mkdir()
+        envs = {"baseline": None, "now": now_env}
         for name, tree in trees.items():  # warm-up: caches built, files in the page cache
-            _run_dedup(tree, inputs[min(sizes)], tmp / "run" / f"{name}.jsonl", core)
+            _run_dedup(tree, inputs[min(sizes)], tmp / "run" / f"{name}.jsonl", core, envs[name])
         wall: dict = {(name, n): [] for name in trees for n in inputs}
         cpu: dict = {(name, n): [] for name in trees for n in inputs}
         for r in range(rounds):
             for n, src in inputs.items():
                 for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
-                    w, c = _run_dedup(trees[name], src, tmp / "run" / f"{name}{n}.jsonl", core)
+                    w, c = _run_dedup(trees[name], src, tmp / "run" / f"{name}{n}.jsonl", core, envs[name])
                     wall[name, n].append(w)
                     cpu[name, n].append(c)
         same = all((tmp / "run" / f"baseline{n}.jsonl").read_bytes() == (tmp / "run" / f"now{n}.jsonl").read_bytes()
@@ -275,7 +279,7 @@ def bench_dedup_process(sizes: list[int], rounds: int, baseline: str, core: int 
     where = f"pinned to core {core}" if core is not None else "not pinned"
     print(f"\nBatch dedup, the whole `python -m fingerprint dedup` process (start-up included), --method full, "
           f"one worker, {where}; {rounds} interleaved rounds, median (range); baseline = {baseline}; "
-          f"output byte-identical: {'yes' if same else 'NO'}")
+          f"output byte-identical: {'yes' if same else 'NO'}" + (f" (now with {now_env})" if now_env else ""))
     print(f"{'documents':>10}  {'baseline docs/s':>22}  {'now docs/s':>22}  {'speed-up':>8}  "
           f"{'baseline CPU docs/s':>22}  {'now CPU docs/s':>22}")
     for n in inputs:

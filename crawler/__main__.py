@@ -65,7 +65,7 @@ def print_report(title: str, report: dict) -> None:
     counts = report.get("counts", {})
     print(f"\n== {title}: fetched {counts.get('fetched', 0)}, stored {counts.get('stored', 0)}, "
           f"exact dups {counts.get('dropped/exact', 0)}, "
-          f"near dups {counts.get('dropped/near', 0) + counts.get('dropped/passages', 0)}, "
+          f"near dups {sum(counts.get(f'dropped/{k}', 0) for k in ('near', 'passages', 'rewrite'))}, "
           f"matched {counts.get('matched', 0)}")
     for page in sorted(report.get("kept", []), key=lambda p: (p.get("chapter_number") or 0, p["url"])):
         label = page.get("title") or ""

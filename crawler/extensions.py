@@ -107,6 +107,7 @@ class CrawlSummary:
                  f"  dropped, exact dup   {get(stats.dropped('exact'), 0)}",
                  f"  dropped, near dup    {get(stats.dropped('near'), 0)}",
                  f"  dropped, passages    {get(stats.dropped('passages'), 0)}",
+                 f"  dropped, rewrite     {get(stats.dropped('rewrite'), 0)}",
                  f"  matched to sources   {get(stats.MATCHED, 0)}"]
         failed = stats.failures(self.stats)
         skipped = stats.failures(self.stats, stats.SKIPPED_PREFIX)

@@ -127,7 +127,7 @@ class OutcomeRecorder:
         """A pipeline dropped the page: a duplicate (of what, how), skipped (why) or failed (why)."""
         url = ItemAdapter(item).get("url")
         if isinstance(exception, DuplicateItem):
-            how = (f"distance {exception.distance}" if exception.kind != "passages"
+            how = (f"distance {exception.distance}" if exception.kind not in ("passages", "rewrite")
                    else f"passages cover {exception.coverage or 0:.0%}")
             self.record({"url": url, "outcome": "duplicate", "reason": exception.kind, "detail": how,
                          "original_url": exception.original_url, "method": exception.kind, "fetched": True})

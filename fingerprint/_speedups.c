@@ -506,7 +506,64 @@ static PyObject *smallest_seeds(PyObject *self, PyObject *args)
     return out;
 }
 
+PyDoc_STRVAR(canonical_tokens_doc,
+"canonical_tokens(tokens, keys, starts, bucket_bits, words, canon) -> list\n\n"
+"synonyms.canonical_tokens: each token whose hash (tokens.py) is among keys (sorted, bucketed by the top\n"
+"bucket_bits bits, bucket b at starts[b]..starts[b+1]) and that equals words[i] becomes canon[i]. The map\n"
+"holds words of two or more characters only, so single characters are never looked up.");
+
+static PyObject *canonical_tokens(PyObject *self, PyObject *args)
+{
+    PyObject *tokens, *keys_obj, *starts_obj, *words, *canon;
+    int bucket_bits;
+    if (!PyArg_ParseTuple(args, "O!OOiO!O!", &PyList_Type, &tokens, &keys_obj, &starts_obj, &bucket_bits,
+                          &PyList_Type, &words, &PyList_Type, &canon))
+        return NULL;
+    Py_buffer kv, sv;
+    if (PyObject_GetBuffer(keys_obj, &kv, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(starts_obj, &sv, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&kv);
+        return NULL;
+    }
+    const uint64_t *keys = kv.buf;
+    const int64_t *starts = sv.buf;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    uint64_t *hashes = malloc(sizeof(uint64_t) * (size_t)(n + 1));
+    PyObject *out = hashes ? PyList_New(n) : PyErr_NoMemory();
+    /* three passes, so the table's cache misses of all tokens overlap: hashes (and their buckets fetched),
+       then the buckets' first keys fetched, then the look-ups; 0 marks a token not looked up */
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        hashes[i] = PyUnicode_Check(token) && PyUnicode_GET_LENGTH(token) > 1 ? token_hash(token) | 1 : 0;
+        if (hashes[i])
+            __builtin_prefetch(&starts[hashes[i] >> (64 - bucket_bits)]);
+    }
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++)
+        if (hashes[i])
+            __builtin_prefetch(&keys[starts[hashes[i] >> (64 - bucket_bits)]]);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i), *word = token;
+        if (hashes[i]) {
+            uint64_t b = hashes[i] >> (64 - bucket_bits);
+            for (int64_t j = starts[b]; j < starts[b + 1]; j++) {
+                if ((keys[j] | 1) == hashes[i] && PyUnicode_Compare(token, PyList_GET_ITEM(words, j)) == 0) {
+                    word = PyList_GET_ITEM(canon, j);
+                    break;
+                }
+            }
+        }
+        Py_INCREF(word);
+        PyList_SET_ITEM(out, i, word);
+    }
+    free(hashes);
+    PyBuffer_Release(&kv);
+    PyBuffer_Release(&sv);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"canonical_tokens", canonical_tokens, METH_VARARGS, canonical_tokens_doc},
     {"simhash_tokens", simhash_tokens, METH_VARARGS, simhash_tokens_doc},
     {"dna", dna, METH_VARARGS, dna_doc},
     {"smallest_seeds", smallest_seeds, METH_VARARGS, smallest_seeds_doc},

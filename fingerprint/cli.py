@@ -20,8 +20,9 @@ from fingerprint.exact import content_hash
 from fingerprint.matcher import CopyMatcher, compare_texts
 from fingerprint.neardup import MAX_K, DedupDoc, DedupEngine, NearDupParams, check_k, is_near_duplicate, sketch
 from fingerprint.simhash import hamming, simhash
-from fingerprint.tokens import Tokenizer
-from fingerprint.version import FINGERPRINT_VERSION
+from fingerprint.tokens import Tokenizer, default_tokenizer
+from fingerprint.synonyms import enabled as synonyms_enabled
+from fingerprint.version import fingerprint_version
 
 ENCODINGS = ("utf-8", "gb18030", "big5")
 
@@ -116,7 +117,7 @@ def _progress(shown: bool):
 
 
 def cmd_simhash(args: argparse.Namespace) -> int:
-    tok = Tokenizer(_user_words(args.userdict))
+    tok = _tokenizer(args.userdict)
     for path in args.files:
         fp = simhash(read_text(path), args.weighting, tok)
         print(f"{fp:016x}\t{path}")
@@ -130,10 +131,16 @@ def cmd_dna(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tokenizer(userdict: str | None) -> Tokenizer:
+    """A tokenizer with the user's words, or the shared one (its dictionary serves the synonyms too)."""
+    words = _user_words(userdict)
+    return Tokenizer(words) if words else default_tokenizer()
+
+
 def _fields(text: str, weighting: str, tokenizer: Tokenizer, sketch_size: int) -> tuple[str, int, tuple[int, ...]]:
     """(content hash, SimHash, passage sketch) of one document: the parallel part of dedup."""
-    fp = fingerprint_text(text, weighting, tokenizer, dna_params=None)  # dedup reads no DNA windows
-    return fp.content_hash, int(fp.simhash), tuple(sketch(text, sketch_size)) if sketch_size else ()
+    fp = fingerprint_text(text, weighting, tokenizer, dna_params=None, sketch_size=sketch_size)  # no DNA windows
+    return fp.content_hash, int(fp.simhash), fp.sketch
 
 
 _WORKER: dict = {}
@@ -141,7 +148,7 @@ _WORKER: dict = {}
 
 def _init_worker(userdict: str | None, weighting: str, sketch_size: int) -> None:
     """Load the tokenizer and tables once per worker process."""
-    _WORKER.update(tokenizer=Tokenizer(_user_words(userdict)), weighting=weighting, sketch_size=sketch_size)
+    _WORKER.update(tokenizer=_tokenizer(userdict), weighting=weighting, sketch_size=sketch_size)
 
 
 def _worker_fields(text: str) -> tuple[str, int, tuple[int, ...]]:
@@ -151,7 +158,7 @@ def _worker_fields(text: str) -> tuple[str, int, tuple[int, ...]]:
 def _fingerprinted(docs: Iterator[tuple[int, str, str]], args: argparse.Namespace, sketch_size: int):
     """(id, text, fields) in input order; fields computed in args.workers processes when > 1."""
     if args.workers <= 1:
-        tokenizer = Tokenizer(_user_words(args.userdict))
+        tokenizer = _tokenizer(args.userdict)
         for _, doc_id, text in docs:
             yield doc_id, text, _fields(text, args.weighting, tokenizer, sketch_size)
         return
@@ -284,7 +291,7 @@ def build_parser(prog: str = "python -m fingerprint") -> argparse.ArgumentParser
     """The argparse tree for `python -m fingerprint` (prog: the name usage lines show)."""
     p = OneLineParser(prog=prog, description=__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"{FINGERPRINT_VERSION} "
+    p.add_argument("--version", action="version", version=f"{fingerprint_version(synonyms_enabled())} "
                    f"({'compiled kernels' if speedups.available() else 'numpy only: fingerprint/_speedups.c not built'})")
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)

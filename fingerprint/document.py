@@ -1,34 +1,89 @@
 """All fingerprints of one document in one pass: what the crawler stores for every page."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
-from fingerprint.dna import DEFAULT_PARAMS, DnaParams, dna
+import numpy as np
+
+from fingerprint import synonyms
+from fingerprint.dna import DEFAULT_PARAMS, DnaParams, dna, letter_stream
 from fingerprint.exact import content_hash
 from fingerprint.normalize import normalize
-from fingerprint.simhash import simhash
-from fingerprint.tokens import Tokenizer
-from fingerprint.version import FINGERPRINT_VERSION
+from fingerprint.seeds import smallest_seeds
+from fingerprint.simhash import simhash, simhash_tokens
+from fingerprint.tokens import Tokenizer, default_tokenizer
+from fingerprint.version import FINGERPRINT_VERSION, fingerprint_version
 
 
 @dataclass(frozen=True)
 class Fingerprints:
-    """SimHash (uint64), exact-content hash (32 hex), DNA windows, normalised length, version."""
+    """SimHash (uint64), exact-content hash (32 hex), DNA windows, normalised length, version, passage sketch."""
 
     simhash: int
     content_hash: str
     dna: tuple[int, ...]
     length: int
     version: str = FINGERPRINT_VERSION
+    sketch: tuple[int, ...] = ()
 
 
 def fingerprint_text(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = None,
-                     dna_params: DnaParams | None = DEFAULT_PARAMS) -> Fingerprints:
-    """Normalise once, then SimHash, exact hash and DNA (no DNA windows when dna_params is None)."""
+                     dna_params: DnaParams | None = DEFAULT_PARAMS, sketch_size: int = 0) -> Fingerprints:
+    """Normalise once, then SimHash, exact hash, DNA (none when dna_params is None) and the passage sketch
+    (`sketch_size` values; with synonyms on, from the same cut as the SimHash: one tokenizer pass a page)."""
     norm = normalize(text)
-    return Fingerprints(
-        simhash=simhash(norm, weighting, tokenizer, normalized=True),
-        content_hash=content_hash(norm, normalized=True),
-        dna=dna(norm, dna_params) if dna_params is not None else (),
-        length=len(norm),
-    )
+    on = synonyms.enabled()
+    if on:
+        cut = synonyms.canonical_tokens((tokenizer or default_tokenizer()).cut(norm))
+        sh = simhash_tokens(cut, weighting, numpy_only="\x00" in norm)
+        sk = smallest_seeds(_remember(text, "".join(cut)).codes, sketch_size) if sketch_size else []
+    else:
+        sh = simhash(norm, weighting, tokenizer, normalized=True)
+        sk = smallest_seeds(letter_stream(text)[0], sketch_size) if sketch_size else []
+    return Fingerprints(simhash=sh, content_hash=content_hash(norm, normalized=True),
+                        dna=dna(norm, dna_params) if dna_params is not None else (), length=len(norm),
+                        version=fingerprint_version(on), sketch=tuple(sk))
+
+
+@dataclass(frozen=True)
+class CanonicalLetters:
+    """A text's canonical form for the passage step: its normalised tokens with synonyms canonicalised,
+    joined, and that string's pinyin letters with their offsets in it."""
+
+    text: str
+    codes: np.ndarray
+    offsets: np.ndarray
+
+
+_RECENT: OrderedDict[str, CanonicalLetters] = OrderedDict()
+_RECENT_SIZE = 512   # pages (~18 KB each): a page's letters serve its sketch, then its passage checks
+_RECENT_LOCK = threading.Lock()
+
+
+def _remember(text: str, canonical: str) -> CanonicalLetters:
+    """The canonical letters of text, kept for its passage checks."""
+    codes, offsets = letter_stream(canonical)
+    letters = CanonicalLetters(canonical, codes, offsets.astype(np.int32))
+    with _RECENT_LOCK:
+        _RECENT[text] = letters
+        if len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
+    return letters
+
+
+def canonical_letters(text: str) -> CanonicalLetters:
+    """canonical letters of text (synonyms on): those fingerprint_text just computed, or computed now."""
+    with _RECENT_LOCK:
+        found = _RECENT.get(text)
+        if found is not None:
+            _RECENT.move_to_end(text)
+            return found
+    return _remember(text, "".join(synonyms.canonical_tokens(default_tokenizer().cut(normalize(text)))))
+
+
+def text_sketch(text: str, size: int) -> list[int]:
+    """The `size` smallest seed hashes of a text's letters: of its canonical normalised tokens with synonyms
+    on (what fingerprint_text computes), of the text itself with them off (the sketch before issue 27)."""
+    return smallest_seeds(canonical_letters(text).codes if synonyms.enabled() else letter_stream(text)[0], size)

@@ -19,10 +19,12 @@ import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
 
+from fingerprint import synonyms
 from fingerprint.dna import letter_stream
 from fingerprint.seeds import gram_codes, seeds
 
@@ -142,8 +144,27 @@ class _Letters:
 
     @classmethod
     def of(cls, text: str) -> _Letters:
-        codes, offsets = letter_stream(text)
-        return cls(codes[:MAX_LETTERS], offsets[:MAX_LETTERS])
+        """Letters of text after synonym canonicalisation (when on), with offsets into text itself: what
+        passages are verified on."""
+        return _letters_of(text, synonyms.enabled())
+
+    @classmethod
+    def raw(cls, text: str) -> _Letters:
+        """Letters of text as written: what seeds are taken from (the index of the sources' seeds does not
+        depend on the thesaurus, and a page without candidates is never tokenized)."""
+        return _letters_of(text, False)
+
+
+@lru_cache(maxsize=16)
+def _letters_of(text: str, canonical: bool) -> _Letters:
+    """_Letters.of and .raw, kept for the last few texts: a page's letters serve its seeds and then the
+    verification of each candidate, and canonicalising costs a tokenizer pass."""
+    canon, origin = synonyms.canonical_text(text) if canonical else (text, None)
+    codes, offsets = letter_stream(canon)
+    if origin is not None:
+        offsets = origin[offsets]
+    codes.flags.writeable = offsets.flags.writeable = False   # shared by every caller of the cache
+    return _Letters(codes[:MAX_LETTERS], offsets[:MAX_LETTERS])
 
 
 def _covered(present: np.ndarray, n: int, k: int) -> np.ndarray:
@@ -269,7 +290,7 @@ class CopyMatcher:
 
     def add_source(self, doc_id: str, text: str) -> int:
         """Index one source text (a chapter or segment); returns its number of seeds."""
-        letters = _Letters.of(text)
+        letters = _Letters.raw(text)
         hashes, positions = seeds(letters.codes)
         self.index.add(doc_id, list(zip(hashes.tolist(), positions.tolist())))
         if self._get_text == self._texts.get:
@@ -296,12 +317,12 @@ class CopyMatcher:
 
     def match(self, text: str) -> list[Match]:
         """Every indexed source the text copies, best first."""
-        suspect = _Letters.of(text)
-        found = []
-        for doc_id, _ in self.candidates(suspect):
+        found, suspect = [], None
+        for doc_id, _ in self.candidates(_Letters.raw(text)):
             source = self._source_letters(doc_id)
             if source is None:
                 continue
+            suspect = suspect or _Letters.of(text)   # canonicalised once, only for a page with candidates
             m = _verify(doc_id, source, suspect, self.params)
             if m:
                 found.append(m)

@@ -21,13 +21,17 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import logging
+import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from fingerprint.document import fingerprint_text
+import numpy as np
+
+from fingerprint import synonyms
+from fingerprint.document import canonical_letters, fingerprint_text, text_sketch
 from fingerprint.hamming_index import HammingIndex
-from fingerprint.matcher import MatchParams, _Letters, align
+from fingerprint.matcher import MAX_LETTERS, MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
 from fingerprint.simhash import hamming
 
@@ -49,11 +53,14 @@ class NearDupParams:
     """Thresholds of the crawl-time dedup (measured in benchmarks/accuracy); the one place k lives."""
 
     k: int = 3
-    sketch_size: int = 8
+    sketch_size: int = 16   # 8 before issue 27: a spun copy shared 2 of 8 values too rarely (13% of washes missed)
     min_shared: int = 2
     min_coverage: float = 0.75
     max_candidates: int = 8
     passages: bool = True
+    rewrites: bool = True          # a spun copy (伪原创): shared passages spread over the whole of both texts
+    rewrite_coverage: float = 0.5  # ... covering at least this much of both,
+    rewrite_gap: float = 0.12      # ... and no stretch without one longer than this share of either text
 
     def __post_init__(self) -> None:
         check_k(self.k)
@@ -63,20 +70,79 @@ class NearDupParams:
             raise ValueError(f"passage coverage must be in (0, 1], not {self.min_coverage}")
         if self.max_candidates < 1:
             raise ValueError(f"max_candidates must be at least 1, not {self.max_candidates}")
+        if not 0.0 < self.rewrite_coverage <= 1.0 or not 0.0 <= self.rewrite_gap < 1.0:
+            raise ValueError(f"rewrite coverage must be in (0, 1] and gap in [0, 1), not {self.rewrite_coverage}, "
+                             f"{self.rewrite_gap}")
 
 
 def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
     """The `size` smallest distinct seed hashes of a text (empty for texts without Han characters)."""
-    return smallest_seeds(_Letters.of(text).codes, size)
+    return text_sketch(text, size)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How two texts' shared passages lie: min share of a and of b they cover, the longest stretch of
+    either without one (share of its text); per side, the covered letters, their offsets and the text."""
+
+    coverage: float
+    gap: float
+    sides: tuple = ()
+
+    @property
+    def sentences(self) -> float:
+        """Share of sentences holding a shared passage (the smaller side): read for rewrites only."""
+        return min((_sentence_share(m, x.offsets, t) for m, x, t in self.sides), default=0.0)
+
+
+_SENTENCE_ENDS = re.compile(r"[。！？!?；;…\n]")
+
+
+def passage_alignment(a: str, b: str) -> Alignment:
+    """Align a and b (the matcher's passages) and measure how the shared passages lie in both."""
+    (la, ta), (lb, tb) = _passage_letters(a), _passage_letters(b)
+    if not len(la.codes) or not len(lb.codes):
+        return Alignment(0.0, 1.0)
+    runs = align(la, lb, MatchParams())
+    sides = tuple((_covered_mask(len(x.codes), r), x, t) for x, r, t in zip((la, lb), runs, (ta, tb)))
+    return Alignment(min(float(m.mean()) for m, _, _ in sides), max(_longest_gap(m) for m, _, _ in sides), sides)
+
+
+def _passage_letters(text: str) -> tuple[_Letters, str]:
+    """The letters passages are aligned on, and the string their offsets point into: with synonyms on the
+    canonical normalised tokens the sketch was taken from (computed once a page), else the text itself."""
+    if not synonyms.enabled():
+        return _Letters.of(text), text
+    c = canonical_letters(text)
+    return _Letters(c.codes[:MAX_LETTERS], c.offsets[:MAX_LETTERS]), c.text
+
+
+def _covered_mask(n: int, runs: list[tuple[int, int]]) -> np.ndarray:
+    """Letters inside the runs."""
+    mask = np.zeros(n, dtype=bool)
+    for s, e in runs:
+        mask[s:e] = True
+    return mask
+
+
+def _longest_gap(mask: np.ndarray) -> float:
+    """The longest stretch of uncovered letters, as a share of all: a partial copy leaves one large one."""
+    edges = np.flatnonzero(np.concatenate([[True], mask, [True]]))
+    return float((np.diff(edges) - 1).max()) / len(mask)
+
+
+def _sentence_share(mask: np.ndarray, offsets: np.ndarray, text: str) -> float:
+    """Share of sentences (with Han letters) that hold a shared passage."""
+    ends = np.array([m.start() for m in _SENTENCE_ENDS.finditer(text)], dtype=np.int64)
+    sentence = np.searchsorted(ends, offsets)
+    letters = np.bincount(sentence)
+    held = np.bincount(sentence, weights=mask)
+    return float((held > 0).sum() / max(1, (letters > 0).sum()))
 
 
 def passage_coverage(a: str, b: str) -> float:
     """min(share of a, share of b) covered by passages the two texts share."""
-    la, lb = _Letters.of(a), _Letters.of(b)
-    if not len(la.codes) or not len(lb.codes):
-        return 0.0
-    runs_a, runs_b = align(la, lb, MatchParams())
-    return min(sum(e - s for s, e in runs_a) / len(la.codes), sum(e - s for s, e in runs_b) / len(lb.codes))
+    return passage_alignment(a, b).coverage
 
 
 def publish_date(value: object) -> dt.date | None:
@@ -106,9 +172,8 @@ class DedupDoc:
     @classmethod
     def of(cls, page_id: str, text: str, params: NearDupParams | None = None, **extra: object) -> "DedupDoc":
         """Fingerprint a text (the crawl gets these fields from FingerprintPipeline instead)."""
-        fp = fingerprint_text(text)
-        size = (params or NearDupParams()).sketch_size
-        return cls(page_id, text, fp.content_hash, int(fp.simhash), tuple(sketch(text, size)), **extra)  # type: ignore[arg-type]
+        fp = fingerprint_text(text, dna_params=None, sketch_size=(params or NearDupParams()).sketch_size)
+        return cls(page_id, text, fp.content_hash, int(fp.simhash), fp.sketch, **extra)  # type: ignore[arg-type]
 
 
 class LookupUnavailable(Exception):
@@ -137,16 +202,28 @@ class Verdict:
 
     kind: str                      # "new" | "exact" | "near" | "unchanged" (this very page, kept before)
     original: str | None = None
-    method: str | None = None      # "exact" | "simhash" | "passages"
+    method: str | None = None      # "exact" | "simhash" | "passages" | "rewrite"
     distance: int | None = None    # SimHash bits (exact: 0); None for passages
     coverage: float | None = None  # shared passages' coverage; None for SimHash
     spooled: bool = False
     replaced: str | None = None    # the later-published page this one displaced as the original
+    sentences: float | None = None  # rewrite: share of sentences holding a shared passage (the smaller side)
 
     @property
     def is_duplicate(self) -> bool:
         """True for exact and near duplicates."""
         return self.kind in ("exact", "near")
+
+    @property
+    def by_passages(self) -> bool:
+        """Found by the passage step (a plain copy or a rewrite): the page had claimed its sketch, so other
+        crawlers may have seen it (storage forwards such a copy to its original)."""
+        return self.method in ("passages", "rewrite")
+
+    @property
+    def recorded_as(self) -> str:
+        """How the store and the stats name the copy: exact | near | passages | rewrite."""
+        return str(self.method) if self.by_passages else self.kind
 
 
 class DedupIndex(Protocol):
@@ -256,11 +333,21 @@ class DedupEngine:
                           seq, others)
         for other, _, _ in earlier[: p.max_candidates]:
             text = self.index.text_of(other)
-            coverage = passage_coverage(text, doc.text) if text else 0.0
-            if coverage >= p.min_coverage:
+            verdict = self._verify(other, passage_alignment(text, doc.text)) if text else None
+            if verdict is not None:
                 self.index.forget(doc)
-                return Verdict("near", other, "passages", None, coverage)
+                return verdict
         return Verdict("new")
+
+    def _verify(self, other: str, al: Alignment) -> Verdict | None:
+        """A copy of other: passages cover both texts, or (a rewrite) cover most of both with no large
+        stretch left over (a partial copy leaves one: the part not copied, or the host page)."""
+        p = self.params
+        if al.coverage >= p.min_coverage:
+            return Verdict("near", other, "passages", None, al.coverage)
+        if p.rewrites and al.coverage >= p.rewrite_coverage and al.gap <= p.rewrite_gap:
+            return Verdict("near", other, "rewrite", None, al.coverage, sentences=al.sentences)
+        return None
 
     def _earliest_published(self, doc: DedupDoc, verdict: Verdict) -> Verdict:
         """Nutch's rule: the original is the earliest published copy (else the first crawled). The original
@@ -403,6 +490,7 @@ def is_near_duplicate(a: str, b: str, params: NearDupParams | None = None) -> Ve
     return engine.decide(DedupDoc.of("b", b, engine.params))
 
 
-__all__ = ["DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "LookupUnavailable", "MAX_K", "MemoryDedupIndex",
-           "NearDupParams", "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_coverage",
+__all__ = ["Alignment", "DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "LookupUnavailable", "MAX_K", "MemoryDedupIndex",
+           "NearDupParams", "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_alignment",
+           "passage_coverage",
            "sketch"]

@@ -5,9 +5,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fingerprint import speedups
+from fingerprint import speedups, synonyms
 from fingerprint.normalize import normalize
-from fingerprint.tokens import BUCKET_BITS, Tokenizer, check_weighting, default_tokenizer, idf_buckets, token_hash
+from fingerprint.tokens import (BUCKET_BITS, Tokenizer, check_weighting, default_tokenizer, hashed_token_weights,
+                                idf_buckets, token_hash)
 
 BITS = 64
 _SHIFTS = np.arange(BITS, dtype=np.uint64)
@@ -34,12 +35,20 @@ def simhash(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = N
     """64-bit SimHash of a text (unsigned int)."""
     tok = tokenizer or default_tokenizer()
     norm = text if normalized else normalize(text)
+    cut = tok.cut(norm)
+    if synonyms.enabled():   # 讯息 and 消息 are one feature (fingerprint/synonyms.py)
+        cut = synonyms.canonical_tokens(cut)
+    return simhash_tokens(cut, weighting, numpy_only="\x00" in norm)
+
+
+def simhash_tokens(cut: list[str], weighting: str = "tfidf", numpy_only: bool = False) -> int:
+    """SimHash of a tokenizer's cut (stopwords and punctuation weigh 0)."""
     kernel = speedups.KERNEL
-    if kernel is None or "\x00" in norm:  # NUL splits tokens in the numpy hash; normalize removes it
-        return simhash_hashed(*tok.hashed_weights(norm, weighting))
+    if kernel is None or numpy_only:  # NUL splits tokens in the numpy hash; normalize removes it
+        return simhash_hashed(*hashed_token_weights(cut, weighting))
     check_weighting(weighting)
     keys, values, starts, median, _ = idf_buckets()
-    return kernel.simhash_tokens(tok.cut(norm), keys, values, starts, BUCKET_BITS, median, weighting == "tfidf")
+    return kernel.simhash_tokens(cut, keys, values, starts, BUCKET_BITS, median, weighting == "tfidf")
 
 
 def hamming(a: int, b: int) -> int:

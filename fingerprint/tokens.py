@@ -238,12 +238,7 @@ class Tokenizer:
 
         Weights are TF-IDF or TF, scaled by WEIGHT_SCALE and rounded, so sums are exact integers.
         """
-        check_weighting(weighting)
-        hashes, counts = np.unique(hash_text_tokens(self.cut(normalized)), return_counts=True)
-        idf = idf_of(hashes)
-        content = idf > 0
-        weight = counts * (idf if weighting == "tfidf" else 1.0)
-        return hashes[content], np.rint(weight[content] * WEIGHT_SCALE).astype(np.int64)
+        return hashed_token_weights(self.cut(normalized), weighting)
 
     def weights(self, normalized: str, weighting: str = "tfidf") -> dict[str, int]:
         """Token -> integer weight, for people and tests (SimHash uses hashed_weights)."""
@@ -251,6 +246,16 @@ class Tokenizer:
         by_hash = dict(zip(hash_text_tokens(tokens).tolist(), tokens))
         hashes, w = self.hashed_weights(normalized, weighting)
         return {by_hash[h]: v for h, v in zip(hashes.tolist(), w.tolist())}
+
+
+def hashed_token_weights(tokens: Sequence[str], weighting: str = "tfidf") -> tuple[np.ndarray, np.ndarray]:
+    """(uint64 hashes, int64 weights) of the distinct content tokens of a cut (see Tokenizer.hashed_weights)."""
+    check_weighting(weighting)
+    hashes, counts = np.unique(hash_text_tokens(tokens), return_counts=True)
+    idf = idf_of(hashes)
+    content = idf > 0
+    weight = counts * (idf if weighting == "tfidf" else 1.0)
+    return hashes[content], np.rint(weight[content] * WEIGHT_SCALE).astype(np.int64)
 
 
 def token_hash(token: str) -> int:

@@ -64,10 +64,11 @@ class DedupPipeline:
             "url": doc.url, "canonical_url": a.get("canonical_url"), "original_id": verdict.original,
             "original_url": original_url, "method": _kind(verdict), "distance": verdict.distance,
             "coverage": round(verdict.coverage, 4) if verdict.coverage is not None else None,
+            "sentences": round(verdict.sentences, 4) if verdict.sentences is not None else None,
             "site": a.get("site"), "title": a.get("title"), "fetched": a.get("fetched"),
             "spider": a.get("spider"), "content_hash": doc.content_hash, "simhash": str(doc.simhash)}
 
 
 def _kind(verdict: Verdict) -> str:
-    """How a copy was found, as the store and the stats name it: exact | near | passages."""
-    return "passages" if verdict.method == "passages" else verdict.kind
+    """How a copy was found, as the store and the stats name it: exact | near | passages | rewrite."""
+    return verdict.recorded_as

@@ -7,7 +7,7 @@ from scrapy.exceptions import DropItem
 
 
 class DuplicateItem(DropItem):
-    """A copy of a kept page: kind (exact | near | passages), the original, distance or coverage."""
+    """A copy of a kept page: kind (exact | near | passages | rewrite), the original, distance or coverage."""
 
     def __init__(self, kind: str, original_id: str | None, original_url: str,
                  distance: int | None = None, coverage: float | None = None, known: bool = False) -> None:
@@ -18,6 +18,8 @@ class DuplicateItem(DropItem):
             message = f"exact duplicate of {original_url}"
         elif kind == "passages":
             message = f"near duplicate of {original_url} (shared passages cover {coverage or 0:.0%})"
+        elif kind == "rewrite":
+            message = f"rewritten copy of {original_url} (shared passages cover {coverage or 0:.0%})"
         else:
             message = f"near duplicate of {original_url} (distance {distance})"
         super().__init__(message)

@@ -16,11 +16,11 @@ logger = logging.getLogger(__name__)
 def compute(text: str) -> dict[str, Any]:
     """Fingerprints of one text as plain item fields (module-level so worker processes can run it)."""
     from fingerprint import fingerprint_text
-    from fingerprint.neardup import sketch
+    from fingerprint.neardup import NearDupParams
 
-    fp = fingerprint_text(text)
+    fp = fingerprint_text(text, sketch_size=NearDupParams.sketch_size)
     return {"simhash": int(fp.simhash), "content_hash": fp.content_hash, "dna": list(fp.dna),
-            "sketch": sketch(text), "fp_version": fp.version, "length": fp.length}
+            "sketch": list(fp.sketch), "fp_version": fp.version, "length": fp.length}
 
 
 def _warm_up() -> None:

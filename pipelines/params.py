@@ -13,7 +13,8 @@ def dedup_params(settings) -> NearDupParams:
                              min_shared=settings.getint("ZHDEDUP_SKETCH_MIN_SHARED", defaults.ZHDEDUP_SKETCH_MIN_SHARED),
                              min_coverage=settings.getfloat("ZHDEDUP_PASSAGE_COVERAGE", defaults.ZHDEDUP_PASSAGE_COVERAGE),
                              max_candidates=settings.getint("ZHDEDUP_PASSAGE_CANDIDATES", defaults.ZHDEDUP_PASSAGE_CANDIDATES),
-                             passages=settings.getbool("ZHDEDUP_PASSAGES", defaults.ZHDEDUP_PASSAGES))
+                             passages=settings.getbool("ZHDEDUP_PASSAGES", defaults.ZHDEDUP_PASSAGES),
+                             rewrites=settings.getbool("ZHDEDUP_REWRITES", defaults.ZHDEDUP_REWRITES))
     except ValueError as exc:
         raise CrawlCannotStart(f"bad dedup setting: {exc} (ZHDEDUP_SIMHASH_K, ZHDEDUP_SKETCH_MIN_SHARED, "
                                "ZHDEDUP_PASSAGE_COVERAGE, ZHDEDUP_PASSAGE_CANDIDATES)") from None

@@ -33,7 +33,7 @@ FEEDS = f"{PREFIX}/feeds"
 BOOKS = f"{PREFIX}/books"
 JOINED_PARTS = f"{PREFIX}/joined_parts"  # chapter pages joined into the chapter before them
 WORKERS_CPU_MS = f"{PREFIX}/workers/cpu_ms"  # CPU the extraction/fingerprint worker processes used (ms)
-DUPLICATE_KINDS = ("exact", "near", "passages")
+DUPLICATE_KINDS = ("exact", "near", "passages", "rewrite")
 ALERTS_ANNOUNCED = f"{PREFIX}/alerts/announced"      # new matches above ZHDEDUP_ALERT_MIN_SCORE
 WEBHOOK_SENT = f"{PREFIX}/alerts/webhook_sent"
 WEBHOOK_RETRIED = f"{PREFIX}/alerts/webhook_retried"
@@ -41,7 +41,7 @@ WEBHOOK_FAILED = f"{PREFIX}/alerts/webhook_failed"
 
 
 def dropped(kind: str) -> str:
-    """Pages dropped as copies, by how they were found (exact | near | passages)."""
+    """Pages dropped as copies, by how they were found (exact | near | passages | rewrite)."""
     if kind not in DUPLICATE_KINDS:
         raise ValueError(f"duplicate kind must be one of {DUPLICATE_KINDS}, not {kind!r}")
     return f"{PREFIX}/dropped/{kind}"

@@ -184,19 +184,18 @@ class RedisDedupIndex:
     def forward(self, doc: DedupDoc, verdict: Verdict) -> None:
         """A copy whose entries others could see before they left (a passage claim, a Redis Cluster block)
         is forwarded to its original, so that their copy records follow it there."""
-        if verdict.method != "passages" and not self.store.index.cluster:
+        if not verdict.by_passages and not self.store.index.cluster:
             return
         url = (self._recent.get(verdict.original) or (None,))[0]
         try:
-            self.store.forward_copy(doc.page_id, verdict.original, url, verdict.kind if verdict.kind == "exact"
-                                    else "passages" if verdict.method == "passages" else "near")
+            self.store.forward_copy(doc.page_id, verdict.original, url, verdict.recorded_as)
         except StorageUnavailable as e:
             raise LookupUnavailable(f"forwarding {doc.page_id}: {e.detail}") from e
 
     def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> str | None:
         """The store marks old_id displaced by doc and gives its index entries to doc (None), unless another
         copy displaced old_id first (that copy's id)."""
-        method = "exact" if verdict.method == "exact" else "passages" if verdict.method == "passages" else "near"
+        method = verdict.recorded_as
         with self.store.inflight_lock:
             entry = self.store.inflight.get(old_id)
         old_keys = {"content_hash": entry[0], "simhash": entry[1], "sketch": list(entry[2])} if entry else None

@@ -14,7 +14,7 @@ from .errors import BadDocument, StorageUnavailable
 from .schema import any_id_form, now, to_date, to_oid
 
 log = logging.getLogger(__name__)
-METHODS = ("exact", "near", "passages")
+METHODS = ("exact", "near", "passages", "rewrite")
 MAX_HOPS = 32  # a chain of earlier-published copies each displacing the last (dates strictly decrease)
 
 
@@ -218,7 +218,7 @@ def _duplicate_doc(doc: dict) -> dict:
     if not doc.get("url") or not doc.get("original_id"):
         raise BadDocument("a duplicate needs 'url' and 'original_id'")
     if doc.get("method", "near") not in METHODS:
-        raise BadDocument(f"duplicate method must be exact, near or passages, not {doc.get('method')!r}")
+        raise BadDocument(f"duplicate method must be one of {METHODS}, not {doc.get('method')!r}")
     d = {k: v for k, v in doc.items() if k not in ("_id", "id")}
     check_keys(d)
     check_text(d, ("url", "original_url", "site", "title"))

@@ -532,7 +532,7 @@ class MaintenanceStore(DedupStore, PageStore, RunStore, MatchStore, SourceStore)
         duplicate, re-point copies recorded against it, and take it out of pages."""
         pid = str(page["_id"])
         original_url = index.url_of(verdict.original) if verdict.original else None
-        method = "passages" if verdict.method == "passages" else verdict.kind
+        method = verdict.recorded_as
         self._retry("mongo", self.duplicates.update_one, {"url": page["url"]}, {"$set": {
             "url": page["url"], "original_id": verdict.original, "original_url": original_url,
             "method": method, "distance": verdict.distance, "coverage": verdict.coverage,

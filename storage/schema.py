@@ -22,7 +22,8 @@ ASC, DESC = pymongo.ASCENDING, pymongo.DESCENDING
 INDEXES: dict[str, list[tuple[Any, bool]]] = {
     "pages": [("url", True), ("canonical_url", False), ("site", False), ("content_hash", False),
               ("fetched", False), ("cluster_id", False), ("run_id", False),
-              ("undecided", False)],   # kept while its dedup decision waits in a spool (maintenance.py)
+              ("undecided", False),   # kept while its dedup decision waits in a spool (maintenance.py)
+              ("fp_version", False)],   # pages of another fingerprint version, re-fingerprinted (fpversion.py)
     "duplicates": [("url", True), ("original_id", False), ("site", False), ("fetched", False),
                    ("replaced_by_earlier", False)],   # displaced pages: their index entries (maintenance.py)
     "matches": [([("suspect_url", ASC), ("source_id", ASC)], True),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .config import StoreConfig
 from .errors import StorageUnavailable
+from .fpversion import migrate_fingerprints
 from .maintenance import MaintenanceStore
 from .notices import NoticeStore
 from .stamps import StampStore
@@ -51,6 +52,7 @@ def open_store(config: StoreConfig | None = None) -> Store:
     try:
         store.ping()
         store._retry("mongo", store.ensure_indexes)
+        migrate_fingerprints(store)   # pages of another fingerprint version: fingerprinted again, index rebuilt
         if config.replay_spool:
             store.replay_spool()   # repairs the index too
         else:

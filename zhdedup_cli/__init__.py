@@ -73,13 +73,14 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     from extract.version import EXTRACT_VERSION
-    from fingerprint.version import FINGERPRINT_VERSION
+    from fingerprint.synonyms import enabled
+    from fingerprint.version import fingerprint_version
 
     try:
         package = version("zhdedup")
     except PackageNotFoundError:
         package = "unknown"
-    return f"{PROG} {package}, fingerprint {FINGERPRINT_VERSION}, extraction {EXTRACT_VERSION}"
+    return f"{PROG} {package}, fingerprint {fingerprint_version(enabled())}, extraction {EXTRACT_VERSION}"
 
 
 def run(name: str, args: Sequence[str]) -> int:

@@ -73,7 +73,7 @@ def test_passage_step_verifies_at_most_max_candidates(news):
     # an unrelated page whose sketch equals the copy's: it ranks first among the candidates
     decoy = DedupDoc("decoy", filler, "f" * 32, copy.simhash ^ (2**64 - 1), copy.sketch)
     for limit, expected in ((1, "new"), (2, "near")):
-        engine = DedupEngine(NearDupParams(max_candidates=limit))
+        engine = DedupEngine(NearDupParams(k=0, max_candidates=limit))   # k=0: the copy is the passages' to find
         assert engine.decide(decoy).kind == engine.decide(DedupDoc.of("story", story)).kind == "new"
         verdict = engine.decide(copy)
         assert (verdict.kind, verdict.original) == (expected, None if expected == "new" else "story")

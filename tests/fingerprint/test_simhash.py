@@ -6,6 +6,8 @@ import pytest
 
 from fingerprint import FINGERPRINT_VERSION, Tokenizer, fingerprint_text, hamming, simhash
 from fingerprint.simhash import simhash_weights, to_signed, to_unsigned
+from fingerprint.synonyms import synonyms_enabled
+from fingerprint.version import THESAURUS
 
 SAMPLE = "滚滚长江东逝水，浪花淘尽英雄。是非成败转头空。青山依旧在，几度夕阳红。白发渔樵江渚上，惯看秋月春风。"
 
@@ -25,8 +27,10 @@ def test_same_text_same_fingerprint_in_other_processes_with_other_hash_seeds():
 
 def test_fingerprint_is_frozen_for_this_version():
     # A change here means stored fingerprints no longer match: bump fingerprint/version.py and migrate.
-    assert FINGERPRINT_VERSION.startswith("zhfp1+")
-    assert simhash(SAMPLE) == 0x46230F7A753F0D0D
+    assert FINGERPRINT_VERSION.startswith("zhfp1+") and FINGERPRINT_VERSION.endswith(THESAURUS)
+    assert simhash(SAMPLE) == 0x462B257A65090D8D
+    with synonyms_enabled(False):   # the version before the thesaurus (BASE_VERSION): unchanged
+        assert simhash(SAMPLE) == 0x46230F7A753F0D0D
 
 
 def test_near_copies_are_close_and_other_texts_are_far(chapters):

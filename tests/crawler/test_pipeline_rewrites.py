@@ -1,0 +1,58 @@
+"""Issue 27 through the crawl's pipelines: a spun copy (伪原创) is dropped as a `rewrite` of its original, with
+the share of sentences aligned recorded; ZHDEDUP_REWRITES=False keeps it (the crawl still stores each page once)."""
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from scrapy.exceptions import DropItem
+
+from fingerprint.neardup import is_near_duplicate
+from pipelines.dedup import DedupPipeline
+from pipelines.fingerprint import FingerprintPipeline
+from pipelines.store import StorePipeline
+from tests.crawler.test_pipelines import crawler_for, item, through
+from tests.fingerprint.test_rewrites import wash
+
+
+@pytest.fixture(scope="module")
+def rewritten(news) -> tuple[str, str]:
+    """The first (story, heavy wash) pair of the shared news that the engine calls a rewrite."""
+    rng = random.Random(2028)
+    for story in (n["text"] for n in news if 800 <= len(n["text"]) <= 4000):
+        spun = wash(story, rng, swap=0.5, pad=0.5, drop=0.15)
+        if is_near_duplicate(story, spun).method == "rewrite":
+            return story, spun
+    pytest.fail("no heavy wash of the first news stories is a rewrite")
+
+
+def _crawl(store_config, story: str, spun: str, **settings):
+    crawler = crawler_for(store_config, **settings)
+    crawler.stats.open_spider()
+    fp, dedup, keep = (FingerprintPipeline.from_crawler(crawler), DedupPipeline.from_crawler(crawler),
+                       StorePipeline.from_crawler(crawler))
+
+    async def scenario():
+        first = await through([fp, dedup, keep], item("http://a.example/r.html", story))
+        try:
+            return first, await through([fp, dedup, keep], item("http://spin.example/r.html", spun))
+        except DropItem as e:
+            return first, e
+
+    return crawler, asyncio.run(scenario())
+
+
+def test_a_spun_copy_is_dropped_as_a_rewrite(store, store_config, rewritten):
+    crawler, (first, dropped) = _crawl(store_config, *rewritten)
+    assert isinstance(dropped, DropItem) and str(dropped).startswith("rewritten copy of http://a.example/r.html")
+    dup = store.duplicates.find_one({"url": "http://spin.example/r.html"})
+    assert (dup["method"], dup["original_id"]) == ("rewrite", first["page_id"])
+    assert 0.5 <= dup["coverage"] < 0.75 and 0 < dup["sentences"] <= 1
+    assert crawler.stats.get_value("zhdedup/dropped/rewrite") == 1
+
+
+def test_the_setting_turns_rewrites_off(store, store_config, rewritten):
+    _, (_, kept) = _crawl(store_config, *rewritten, ZHDEDUP_REWRITES=False)
+    assert not isinstance(kept, DropItem) and kept["dedup"]["kind"] == "new"
+    assert store.duplicates.find_one({"url": "http://spin.example/r.html"}) is None
