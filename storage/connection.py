@@ -436,7 +436,7 @@ class Connection:
     def wait_for(self, name: str) -> None:
         """One ping of "redis" or "mongo" through the retry/restart path every store call takes (a dead
         embedded server is started again); StorageUnavailable after retry_seconds. For code with its own
-        client of the same server (the distributed crawl queue, crawler/distributed.py)."""
+        client of the same server (the distributed crawl queue, crawler/distributed/)."""
         self._retry(name, self.redis.ping if name == "redis" else lambda: self.mongo.admin.command("ping"))
 
     def ensure_indexes(self) -> None:
