@@ -10,7 +10,7 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from admin import get_store
+from admin.db import get_store
 from admin.queries import BadFilter, parse_match_query
 from admin.matches import LIST_FIELDS, texts_for
 from admin.render import passages
@@ -36,7 +36,7 @@ def jsonable(v: Any) -> Any:
 def _json_error(exc: HTTPException) -> Any:
     """Under /api every error (404 of an unknown path, 405, 400, a 500) answers JSON; elsewhere a styled page."""
     if not request.path.startswith("/api/"):
-        from admin import error_page
+        from admin.errors import error_page
 
         return error_page(exc)
     code = exc.code or 500

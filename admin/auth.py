@@ -179,7 +179,7 @@ def _csrf_failed(exc: CSRFError) -> Any:
     """A login form whose token no longer fits the cookie: show the form again (with a token that fits
     now) and say why; nothing was checked or counted. Every other form gets the styled 400 page."""
     if request.endpoint != "auth.login":
-        from admin import error_page
+        from admin.errors import error_page
 
         return error_page(exc)
     flash("The login form had expired (a new session was started, e.g. in another tab); please log in again.",
@@ -194,7 +194,7 @@ def _is_navigation() -> bool:
 
 def _require_login() -> Any:
     """Every page but the login form needs a user; the API answers 401 instead of redirecting."""
-    from admin import get_store
+    from admin.db import get_store
 
     g.user = None
     if request.endpoint == "static":
@@ -217,7 +217,7 @@ def _require_login() -> Any:
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> Any:
     """Show the form; on POST check the password under the rate limit and start a session."""
-    from admin import get_store
+    from admin.db import get_store
 
     nxt = safe_next(request.values.get("next"))
     if request.method == "POST":
@@ -244,7 +244,7 @@ def login() -> Any:
 @bp.route("/logout", methods=["POST"])
 def logout() -> Any:
     """End the session on the server too (POST, so a crawled page cannot log a reviewer out with a link)."""
-    from admin import get_store
+    from admin.db import get_store
 
     get_store().end_session(session.get("sid"))
     session.clear()

@@ -6,18 +6,12 @@ import getpass
 import json
 import os
 import sys
-from typing import Any, Sequence
+from typing import Sequence
 
 from admin import notices_cli
+from admin.db import open_default_store
 from admin.queries import STATUSES, MatchQuery
 from fingerprint.cliparser import OneLineParser
-
-
-def open_default_store() -> Any:
-    """The store the environment points at (embedded servers under var/ by default)."""
-    from storage import StoreConfig, open_store
-
-    return open_store(StoreConfig.from_env())
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -82,7 +76,7 @@ def _read_password(name: str, from_stdin: bool) -> str | None:
 
 
 def _sources(args: argparse.Namespace) -> int:
-    from admin.sources_cli import SourceError, load_paths, register_works
+    from admin.source_import import SourceError, load_paths, register_works
 
     store = open_default_store()
     if args.sources_cmd == "add":

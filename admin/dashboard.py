@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, render_template
 
-from admin import get_store
+from admin.db import get_store
 from admin.queries import TTLCache
 from admin.render import svg_stacked_bars
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from flask import Blueprint, abort, render_template, request
 
-from admin import get_store
+from admin.db import get_store
 from admin.queries import BadFilter, int_arg
 from admin.render import safe_href
 

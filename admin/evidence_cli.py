@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from admin.evidence_pack import tsa_settings, write_notice_pack, write_pack  # noqa: F401 - admin.matches imports write_pack
+from admin.db import open_default_store
+from admin.evidence_pack import tsa_settings, write_notice_pack, write_pack
 from storage.stamps import fmt_time
 
 
@@ -75,8 +76,6 @@ def _export(store: Any, args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """`evidence verify | status | stamp | export MATCH_ID OUT.zip | export-notice NOTICE_ID OUT.zip`."""
-    from admin.cli import open_default_store
-
     store = open_default_store()
     if args.evidence_cmd == "verify":
         return _verify(store)

@@ -204,7 +204,7 @@ sys.exit(1 if failed else 0)
 
 def write_notice_pack(store: Any, notice_id: str, out: Path | BinaryIO, ca_path: str | None = None) -> dict:
     """One zip for a notice: its text and the evidence pack of every match it lists (those with a snapshot)."""
-    from admin.notices import render_notice
+    from admin.takedown import render_notice
 
     notice = store.get_notice(notice_id)
     if not notice:

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from flask import (Blueprint, Response, abort, current_app, flash, g, redirect, render_template,
                    request, stream_with_context, url_for)
 
-from admin import get_store
+from admin.db import get_store
 from admin.dashboard import admin_cache, note_review
 from admin.queries import ACTIONS, MAX_OFFSET, SORTS, STATUSES, BadFilter, MatchQuery, parse_match_query
 from admin.render import highlight_parts, passages, safe_href
@@ -215,7 +215,7 @@ def capture_now(match_id: str) -> Any:
 @bp.route("/<match_id>/evidence.zip")
 def evidence_pack(match_id: str) -> Any:
     """The match's evidence pack: raw bytes, text, passages, digests, chain proof and how to check them."""
-    from admin.evidence_cli import write_pack
+    from admin.evidence_pack import write_pack
 
     m = load_match(match_id)
     if m.get("evidence_seq") is None:

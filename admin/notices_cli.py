@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from admin.notices import FORMATS, LANGS, NoticeError, build_notice, render_notice
+from admin.db import open_default_store
+from admin.takedown import FORMATS, LANGS, NoticeError, build_notice, render_notice
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,8 +27,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build (or re-print) the notice; exit 2 with one line when there is nothing to notice."""
-    from admin.cli import open_default_store
-
     store = open_default_store()
     try:
         if args.followup:

@@ -5,8 +5,8 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
-from admin import get_store
-from admin.sources_cli import SourceError, parse_upload, register_works
+from admin.db import get_store
+from admin.source_import import SourceError, parse_upload, register_works
 from admin.render import safe_href
 
 bp = Blueprint("sources", __name__, url_prefix="/sources")

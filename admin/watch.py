@@ -5,7 +5,7 @@ from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
-from admin import get_store
+from admin.db import get_store
 
 bp = Blueprint("watch", __name__, url_prefix="/watch")
 

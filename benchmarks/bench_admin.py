@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         store.ensure_indexes()
         app = create_app({"STORE": store, "SECRET_KEY": "bench" * 10, "WTF_CSRF_ENABLED": False})
         with app.app_context():
-            from admin import get_store
+            from admin.db import get_store
             get_store()  # admin indexes, before the data like a running deployment
         t0 = time.perf_counter()
         start = fill(store, args.matches)

@@ -18,7 +18,7 @@ from twisted.internet.threads import deferToThread
 
 from crawler import settings as defaults   # every setting's default, declared once
 from pipelines import stats
-from pipelines._store import store_for
+from pipelines.crawl_store import store_for
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet.threads import deferToThread
 
 from crawler import settings as defaults   # every setting's default, declared once
-from pipelines._store import store_for
+from pipelines.crawl_store import store_for
 from pipelines.stats import EVIDENCE_CAPTURE_FAILURES as CAPTURE_FAILURES
 from pipelines.stats import EVIDENCE_CAPTURES as CAPTURES
 

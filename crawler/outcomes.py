@@ -31,7 +31,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler import settings as defaults   # every setting's default, declared once
 from pipelines import stats
-from pipelines._store import run_id_of, store_for, submit
+from pipelines.crawl_store import run_id_of, store_for, submit
 from pipelines.drops import DuplicateItem, SkippedItem, reason_of
 
 logger = logging.getLogger(__name__)

@@ -63,7 +63,7 @@ JOBDIR = os.environ.get("ZHDEDUP_JOBDIR") or None
 
 # --- Distributed mode ---------------------------------------------------------------------------
 # Off by default. ZHDEDUP_DISTRIBUTED = True (or env ZHDEDUP_DISTRIBUTED=1) lets the add-on below move the
-# scheduler queue and the URL dupefilter into the store's Redis (scrapy-redis, crawler/distributed.py),
+# scheduler queue and the URL dupefilter into the store's Redis (scrapy-redis, crawler/distributed/),
 # so several `scrapy crawl` processes split one crawl. Details: docs/scale-out.md.
 ZHDEDUP_DISTRIBUTED = False
 DISTRIBUTED_JOB = ""            # the shared crawl's name (env ZHDEDUP_CRAWL_JOB; default: the spider's name)

@@ -18,7 +18,7 @@ from twisted.internet import reactor, task
 from twisted.internet.threads import deferToThread
 
 from crawler import settings as defaults   # every setting's default, declared once
-from pipelines._store import store_for
+from pipelines.crawl_store import store_for
 from pipelines.stats import EVIDENCE_STAMP_FAILURES as STAMP_FAILURES
 from pipelines.stats import EVIDENCE_STAMPS as STAMPS
 from storage.errors import StorageError

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from extract.boilerplate import (RELATED_HEAD, clean_lines, credit_fields, drop_link_runs, is_footer, strip_edges,
-                                 trim_nav_runs)
+from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges, trim_nav_runs
+from extract.linklists import drop_link_runs
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty

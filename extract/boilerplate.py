@@ -14,7 +14,7 @@ look different to SimHash and hide copies.  Every rule here was checked against 
   "相关报道：· ..." list, a share or print bar, a 来源/责任编辑/原标题 line or a copyright/disclaimer
   notice starts what is not body, and it goes with everything after it (and the column labels just above
   it) -- judged by structure, so it holds on a site's first page; channel menus above the first paragraph go;
-* widgets (drop_calendars, drop_link_runs): a blog's calendar, a link list between paragraphs with its label
+* widgets (extract.calendars, extract.linklists): a blog's calendar, a link list between paragraphs with its label
   (今日焦点：, or 今/日/推/荐 one character a line); forum chrome at the edges (the poster's 级别/积分 panel,
   the 楼主 post header, pagers, read counters) and a thread's reply list (回复线索, 【作者】08-11 16:58 entries);
 * footers (is_footer): a candidate body made of licence, copyright, contact and reprint-terms clauses;
@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 from typing import Iterator
+
+from extract.calendars import drop_calendars
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -478,84 +480,3 @@ def clean_lines(lines: list[str]) -> list[str]:
 def clean_text(text: str) -> str:
     """clean_lines over a newline-separated body."""
     return "\n".join(clean_lines(text.split("\n")))
-
-
-# A calendar widget flattened into lines: day rows ("4 5 6 7 8 9 10"), a weekday header, a month pager.
-CAL_DAYS = re.compile(r"^(?:(?:[1-9]|[12]\d|3[01])\s+){2,6}(?:[1-9]|[12]\d|3[01])$")
-CAL_WEEK = re.compile(r"^(?:[一二三四五六日天]\s*){7}$|^(?:(?:Su|Mo|Tu|We|Th|Fr|Sa|S|M|T|W|F)\s*){7}$", re.I)
-CAL_PAGER = re.compile(r"^[«‹<]\s*\S{1,10}\s*[»›>]$")
-CAL_MONTH = re.compile(r"^(?:[A-Z][a-z]{2,8}\s+\d{4}|\d{4}\s*年\s*\d{1,2}\s*月)$")
-CAL_RUN = 3                  # this many calendar lines in a row make a calendar
-
-
-def is_calendar_line(line: str) -> bool:
-    """A row of a calendar widget: day numbers, the weekday header, the month pager or the month name."""
-    line = line.strip()
-    return bool(CAL_DAYS.match(line) or CAL_WEEK.match(line) or CAL_PAGER.match(line) or CAL_MONTH.match(line))
-
-
-def drop_calendars(lines: list[str]) -> list[str]:
-    """Runs of CAL_RUN+ calendar lines go: a blog's calendar is never article text, wherever trafilatura put it."""
-    keep = [True] * len(lines)
-    i = 0
-    while i < len(lines):
-        j = i
-        while j < len(lines) and is_calendar_line(lines[j]):
-            j += 1
-        if j - i >= CAL_RUN and any(CAL_DAYS.match(x.strip()) for x in lines[i:j]):
-            keep[i:j] = [False] * (j - i)
-        i = max(j, i + 1)
-    return [line for line, k in zip(lines, keep) if k]
-
-
-VERTICAL_RUN = 2             # this many one-character lines in a row are a label written top to bottom (今/日/推/荐)
-BULLET_ONLY = re.compile(r"^[·•・\-*]+$")
-LINK_RUN = 3                 # this many headline lines in a row, each a link's text, make a link list
-
-
-def drop_link_runs(lines: list[str], anchors: set[str]) -> list[str]:
-    """Inside a body: link lists (LINK_RUN+ sentence-free lines that are each a link's text, bullets between
-    them, their label just above) and labels written one character a line -- an ad or 今日焦点 block the
-    page's layout put between paragraphs; a paragraph that merely holds a link is never one of them."""
-    def headline(line: str) -> bool:
-        t = re.sub(r"\s+", "", line)
-        return t in anchors and not re.search(r"[。！？!?；;]", t)
-
-    keep = [not BULLET_ONLY.match(line.strip()) for line in lines]
-    i = 0
-    while i < len(lines):
-        j, heads = i, 0
-        while j < len(lines) and (headline(lines[j]) or BULLET_ONLY.match(lines[j].strip())):
-            heads += headline(lines[j])
-            j += 1
-        if heads >= LINK_RUN:
-            start = label_start(lines, i)
-            keep[start:j] = [False] * (j - start)
-        i = max(j, i + 1)
-    return drop_link_bylines([line for line, k in zip(lines, keep) if k], anchors)
-
-
-BYLINE_HEAD = 3              # a byline of links is looked for among the body's first lines
-
-
-def drop_link_bylines(lines: list[str], anchors: set[str]) -> list[str]:
-    """A line above the first paragraph made only of links (李白 〔唐代〕: the author's and the dynasty's
-    pages) is a byline, not text."""
-    def byline(line: str) -> bool:
-        words = line.split()
-        return 2 <= len(words) <= 6 and len(line) <= 30 and all(re.sub(r"[〔〕\[\]（）()]", "", w) in anchors
-                                                                  or w in anchors for w in words)
-    head = [i for i in range(min(BYLINE_HEAD, len(lines))) if byline(lines[i])]
-    return [line for i, line in enumerate(lines) if i not in head]
-
-
-def label_start(lines: list[str], i: int) -> int:
-    """Where the label of a link list starting at i begins: 今日焦点： or 相关链接 on the line above, or a label
-    set vertically one character a line (今/日/推/荐, VERTICAL_RUN to LABEL_MAX lines)."""
-    if i > 0 and (is_label(lines[i - 1].strip().rstrip(":：")) and len(lines[i - 1].strip()) > 1
-                  or RELATED_HEAD.match(lines[i - 1])):
-        return i - 1
-    j = i
-    while j > 0 and i - j < LABEL_MAX and re.fullmatch(r"[\u4e00-\u9fff]", lines[j - 1].strip()):
-        j -= 1
-    return j if i - j >= VERTICAL_RUN else i

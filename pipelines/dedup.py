@@ -8,7 +8,7 @@ from itemadapter import ItemAdapter
 from fingerprint.neardup import DedupDoc, DedupEngine, Verdict, publish_date
 from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats as st
-from pipelines._store import GroupCommit, run_blocking, store_for
+from pipelines.crawl_store import GroupCommit, run_blocking, store_for
 from pipelines.drops import DuplicateItem
 from pipelines.params import dedup_params
 from storage.dedup_index import RedisDedupIndex

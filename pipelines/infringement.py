@@ -11,7 +11,7 @@ from scrapy.exceptions import NotConfigured
 
 from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats
-from pipelines._store import run_blocking, store_for
+from pipelines.crawl_store import run_blocking, store_for
 from storage.errors import StorageUnavailable
 from storage.sources import SourceLibrary
 

@@ -39,7 +39,7 @@ ZHDEDUP_TRACE_DECISIONS = False  # True: every verdict logged at INFO (logger zh
 ZHDEDUP_INFRINGEMENT = True     # compare every kept page with the registered source library
 ZHDEDUP_MIN_MATCH_SCORE = 0.0   # matches below this score are not recorded
 
-# --- store (pipelines/_store.py, pipelines/store.py) -----------------------------------------------
+# --- store (pipelines/crawl_store.py, pipelines/store.py) -----------------------------------------------
 ZHDEDUP_STORE: dict = {}        # overrides for StoreConfig.from_env, e.g. -s 'ZHDEDUP_STORE={"db_name": "t"}'
 ZHDEDUP_STORE_THREADS = 4       # threads for blocking store calls, so downloads go on meanwhile
 ZHDEDUP_STORE_BATCH = 100       # pages saved per MongoDB write at most (pages arriving during a write go in the next)

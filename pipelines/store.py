@@ -15,7 +15,7 @@ from itemadapter import ItemAdapter
 
 from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats
-from pipelines._store import GroupCommit, store_for
+from pipelines.crawl_store import GroupCommit, store_for
 
 # Item fields that are transport only, never stored.
 TRANSIENT = {"body", "headers", "exchange", "profile", "dedup", "matches"}

@@ -29,7 +29,7 @@ from . import servers as srv
 from .config import StoreConfig
 from .errors import StorageUnavailable
 from .identity import lost_key, owner_key
-from .redis_index import RedisSketchIndex, SimHashIndex, _glob, delete_matching
+from .redis_index import RedisSketchIndex, SimHashIndex, delete_matching, glob_escape
 from .schema import ensure_indexes
 from .spool import Spool
 
@@ -365,7 +365,7 @@ class Connection:
         return max(1, math.ceil(min(self.config.phantom_seconds, LOSS_WINDOW_MAX)))
 
     def loss_guard(self) -> tuple[Any, ...]:
-        """The check script's data-loss guard (redis_index.CHECK_AND_INSERT_LUA: no extra round trip, the
+        """The check script's data-loss guard (redis_index/lua/check_and_insert.lua: no extra round trip, the
         script reads two more keys; on a cluster every script reads its slot's marker, storage/sentinels.py)."""
         prefix = self.config.key_prefix
         return (owner_key(prefix), lost_key(prefix), self.loss_seen, self._loss_window(), uuid.uuid4().hex)
@@ -436,7 +436,7 @@ class Connection:
     def wait_for(self, name: str) -> None:
         """One ping of "redis" or "mongo" through the retry/restart path every store call takes (a dead
         embedded server is started again); StorageUnavailable after retry_seconds. For code with its own
-        client of the same server (the distributed crawl queue, crawler/distributed.py)."""
+        client of the same server (the distributed crawl queue, crawler/distributed/)."""
         self._retry(name, self.redis.ping if name == "redis" else lambda: self.mongo.admin.command("ping"))
 
     def ensure_indexes(self) -> None:
@@ -450,7 +450,7 @@ class Connection:
     def drop_all(self) -> None:
         """Delete this store's database, every Redis key under its prefix and its spool (tests, resets)."""
         self.mongo.drop_database(self.config.db_name)
-        delete_matching(self.redis, [_glob(self.config.key_prefix) + "*"])
+        delete_matching(self.redis, [glob_escape(self.config.key_prefix) + "*"])
         shutil.rmtree(spool_dir(self.config), ignore_errors=True)  # writes for the dropped database
 
     def close(self) -> None:

@@ -4,7 +4,7 @@ One server says a data loss by its owner key (identity.owner_key) being gone. A 
 empty (no persistence, a wiped disk) takes only its own slots with it, and the owner key may live on another
 node. So every slot holds a marker (``<prefix>alive:{tag}``, tag chosen to hash to that slot), written once
 the index is whole; a script on any index key also reads the marker of the key's slot and says "lost"
-instead of deciding when it is gone (redis_index.GUARD_LUA). Markers are written after a repair only.
+instead of deciding when it is gone (redis_index/lua/guard.lua). Markers are written after a repair only.
 """
 from __future__ import annotations
 

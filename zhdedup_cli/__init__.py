@@ -28,7 +28,7 @@ COMMANDS: dict[str, Command] = {
     "demo": Command("crawler.__main__", "serve the demo sites, crawl them with both spiders, print the result"),
     "serve-demo": Command("crawler.__main__", "serve the demo sites on 127.0.0.1 until Ctrl-C"),
     "watch": Command("crawler.__main__", "re-visit watched sites on a schedule, catch new chapters, follow takedowns"),
-    "distributed": Command("crawler.distributed", "status or reset of a distributed crawl's Redis queue",
+    "distributed": Command("crawler.distributed.cli", "status or reset of a distributed crawl's Redis queue",
                            nested=False),
     # the store
     "status": Command("storage.__main__", "servers in use, whether they answer, counts"),

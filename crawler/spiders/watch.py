@@ -29,7 +29,7 @@ from crawler.spiders.base import failure_reason
 from crawler.spiders.fiction import CHAPTER_TEXT, FictionSpider
 from crawler.urls import canonical_url, host_key
 from pipelines import stats
-from pipelines._store import store_for
+from pipelines.crawl_store import store_for
 
 CHECK_STATUSES = [304, 404, 410]
 GONE_STATUSES = (404, 410)

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 from admin.auth import add_user
-from admin.sources_cli import register_source
+from admin.source_import import register_source
 from crawler.__main__ import FAST_LOCAL, scrapy_crawl
 from crawler.demo_site.server import SiteServer, html
 from tests.admin.conftest import PASSWORD, chapters, csrf_from

@@ -98,7 +98,7 @@ def test_pack_of_an_unstamped_record_says_so(store, tmp_path):
 
 def test_notice_pack_holds_every_match_pack_and_checks_them_all(store, tsa, cli_env, tmp_path):
     from admin.cli import main
-    from admin.notices import build_notice
+    from admin.takedown import build_notice
 
     ids = matches_with_evidence(store, 2)
     for mid in ids:

@@ -191,7 +191,7 @@ def test_a_save_never_waits_behind_a_decision_that_waits_for_it(store, store_con
     kept undecided until the next open. Group-committed writes have threads of their own."""
     import threading
 
-    from pipelines._store import GroupCommit, _holder, run_blocking
+    from pipelines.crawl_store import GroupCommit, _holder, run_blocking
 
     crawler = crawler_for(store_config, ZHDEDUP_STORE_THREADS=1)
     saved = threading.Event()
@@ -219,7 +219,7 @@ def test_trace_decisions_logs_every_verdict_at_info(store, store_config, caplog,
     """ZHDEDUP_TRACE_DECISIONS: the invariant harness reads a failing run back from these lines."""
     import logging
 
-    from pipelines._store import _holder
+    from pipelines.crawl_store import _holder
 
     crawler = crawler_for(store_config, ZHDEDUP_TRACE_DECISIONS=trace)
     crawler.stats.open_spider()

@@ -7,7 +7,9 @@ one character a line, a BBS thread with its 回复线索 list); no site names, n
 from __future__ import annotations
 
 from extract.article import extract, untable
-from extract.boilerplate import clean_lines, drop_calendars, drop_link_runs
+from extract.boilerplate import clean_lines
+from extract.calendars import drop_calendars
+from extract.linklists import drop_link_runs
 
 P1 = ("2019年，龙湖集团即将迎来赴港上市10周年。十年前带领龙湖集团成功赴港上市并跻身内地女首富的吴亚军，"
       "在前不久召开的中期业绩会上表示，“对一家上市公司来说，没有故事就是好故事，龙湖没有故事”。")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.redis_index import _glob, delete_matching
+from storage.redis_index import delete_matching, glob_escape
 from storage.sources import SourceLibrary
 
 BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
@@ -37,7 +37,7 @@ def test_empty_redis_is_refilled_by_kind_on_open(store, store_config, chapter, c
     healthy = store.index_health()
     assert healthy == {"simhash": {"mongo": 1, "redis": 1}, "sketches": {"mongo": 1, "redis": 1},
                        "seeds": {"mongo": 1, "redis": 1}}
-    delete_matching(store.redis, [_glob(store_config.key_prefix) + "*"])  # a new, empty Redis
+    delete_matching(store.redis, [glob_escape(store_config.key_prefix) + "*"])  # a new, empty Redis
     assert store.index_health()["seeds"] == {"mongo": 1, "redis": 0}
     with caplog.at_level(logging.WARNING, logger="storage"):
         with open_store(store_config) as st:

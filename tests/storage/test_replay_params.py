@@ -8,7 +8,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.demo_site.content import STORIES
 from fingerprint.neardup import DedupDoc, DedupEngine, LookupUnavailable, NearDupParams, is_near_duplicate
-from pipelines._store import store_for
+from pipelines.crawl_store import store_for
 from pipelines.params import dedup_params
 from storage import open_store
 from storage.dedup_index import RedisDedupIndex

@@ -453,7 +453,7 @@ def test_a_redis_data_loss_is_met_by_every_crawler_before_it_decides(var):
     check script meets the loss itself: the index is re-filled from MongoDB before the check decides; a
     crawler's page in flight is put back by its own next save or check; a page found new while the loss is
     recent (another crawler's pages may not be back yet) is decided again by the spool replay."""
-    from storage.redis_index import _glob, delete_matching
+    from storage.redis_index import delete_matching, glob_escape
 
     c = cfg(var)
     a, b = open_store(c), open_store(c)
@@ -462,7 +462,7 @@ def test_a_redis_data_loss_is_met_by_every_crawler_before_it_decides(var):
         late = b.new_page_id()                                      # B: indexed, its save still on its way
         assert b.check_and_insert(late, *story(1)).kind == "new"
         b.inflight[late] = (story(1)[0], story(1)[1], (), None)
-        delete_matching(a.redis, [_glob(c.key_prefix) + "*"])       # Redis came back empty
+        delete_matching(a.redis, [glob_escape(c.key_prefix) + "*"])       # Redis came back empty
         assert crawl(a, "c0", story(10)[0], story(0)[1] ^ 3) == "near"   # A re-fills from MongoDB first
         assert crawl(a, "c1", story(11)[0], story(1)[1] ^ 5) == "new"    # B's page not back yet: provisional
         assert {e["args"]["page_id"] for p in a.spool.pending() + [a.spool._path] for e in a.spool.entries(p)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from admin.notices import build_notice, evidence_digest, render_notice
+from admin.takedown import build_notice, evidence_digest, render_notice
 from crawler.demo_site.content import BOOK
 from crawler.demo_site.server import SiteServer
 from crawler.demo_site.sites import SITES, START

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from admin.notices import build_notice
+from admin.takedown import build_notice
 from crawler.demo_site.sites import START
 from tests.admin.conftest import app, client, reviewer  # noqa: F401
 from tests.watch.test_notices import demo, register_novel  # noqa: F401
