@@ -31,8 +31,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400),
 # (embedded, redis_wipe: a page another crawler decided was decided again by a spooled check) and 1407 (cluster,
 # redis_wipe: the scheduler's cluster client made while a node restarted) since theirs (test_write_order.py,
 # test_scaleout_redis_outage.py). Still open (issue 31): 712 (stale, none), 1158 (redis, crawler_kill) and 1307
-# (cluster, redis_wipe) each failed once in a 100-seed sweep and held on replay. Replay with --seed N --kind K
-# --fault F (the harness sets ZHDEDUP_TRACE_DECISIONS: a failing run's kept logs carry every verdict).
+# (cluster, redis_wipe) each failed once in a 100-seed sweep and held on replay; 1592 (stale, none, two crawlers)
+# too, read from its trail: a page that displaced another found by SimHash never runs its passage step, so an
+# earlier-published passage relative of the story stays kept beside it. Replay with --seed N --kind K --fault F
+# (the harness sets ZHDEDUP_TRACE_DECISIONS: a failing run's kept logs carry every verdict).
 CASES = [
     (10, "embedded", "crawler_kill"),   # SIGKILLed after 9 stored pages; worker process
     (8, "embedded", "early_kill"),      # SIGKILLed 0.6 s in, while it starts the embedded servers
