@@ -19,7 +19,6 @@ crawl's DedupPipeline, `python -m fingerprint dedup`, the accuracy benchmark) ru
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import logging
 import re
 from collections.abc import Hashable, Sequence
@@ -30,7 +29,6 @@ import numpy as np
 
 from fingerprint import synonyms
 from fingerprint.document import canonical_letters, fingerprint_text, text_sketch
-from fingerprint.hamming_index import HammingIndex
 from fingerprint.matcher import MAX_LETTERS, MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
 from fingerprint.simhash import hamming
@@ -265,6 +263,9 @@ class DedupIndex(Protocol):
     def resolve(self, page_id: str) -> str:
         """The kept page that stands for page_id now (itself, or the copy that displaced it)."""
 
+    def join(self, doc: DedupDoc, other: str, method: str) -> None:
+        """doc, a page that stands, tells other's story too: one of the two stands (the earlier published)."""
+
 
 class DedupEngine:
     """The one crawl-time dedup decision: check a page against the kept ones, keep it if it is new."""
@@ -273,7 +274,10 @@ class DedupEngine:
                  trace: bool = False) -> None:
         self.params = params or NearDupParams()
         self.trace = logging.INFO if trace else logging.DEBUG   # the level every verdict is logged at
-        self.index = index if index is not None else MemoryDedupIndex(self.params.k)
+        if index is None:
+            from fingerprint.memory_index import MemoryDedupIndex
+            index = MemoryDedupIndex(self.params.k)
+        self.index = index
         if self.index.k != self.params.k:
             raise ValueError(f"the index serves k={self.index.k}, the parameters ask for k={self.params.k}")
 
@@ -307,9 +311,11 @@ class DedupEngine:
         if verdict.original == doc.page_id:   # its own entry (two crawlers, or a replay, on one page)
             return Verdict("unchanged", doc.page_id)
         try:
-            verdict = self._earliest_published(doc, verdict)
+            found, verdict = verdict, self._earliest_published(doc, verdict)
             if verdict.is_duplicate:
                 self.index.forward(doc, verdict)
+            elif verdict.replaced is not None or (verdict.kind == "unchanged" and found.by_passages):
+                self._settle_relatives(doc)
             return verdict
         except OriginalTakenBack as e:
             if again:
@@ -338,6 +344,29 @@ class DedupEngine:
                 self.index.forget(doc)
                 return verdict
         return Verdict("new")
+
+    def _settle_relatives(self, doc: DedupDoc) -> None:
+        """A page that stands without having compared its passages with pages claimed before it (it displaced
+        a page found by hash or SimHash; or this process took it for a passage copy, took its claim back, and
+        found another crawler's decision had just made it stand) claims its sketch now and joins the relatives
+        claimed before it: else a relative claimed meanwhile, that no one compares with it, stands beside it
+        (invariant seed 1592). Pages claimed after it compare with it themselves."""
+        p = self.params
+        if not (p.passages and doc.sketch):
+            return
+        try:
+            seq, others = self.index.claim_sketch(doc, p.min_shared)
+            earlier = sorted((o for o in others if o[2] < seq), key=lambda o: (-o[1], o[2]))   # later ones compare
+            for other, _, _ in earlier[: p.max_candidates]:
+                text = self.index.text_of(other) if self.index.resolve(other) != doc.page_id else None
+                verdict = self._verify(other, passage_alignment(text, doc.text)) if text else None
+                if verdict is not None:
+                    decisions.log(self.trace, "page %s stands and tells the story of page %s too (%s)",
+                                  doc.page_id, other, verdict.recorded_as)
+                    self.index.join(doc, other, verdict.recorded_as)
+        except LookupUnavailable as e:
+            decisions.warning("page %s stands; its passage relatives could not be checked (%s): two pages of "
+                              "one story may stand until the next crawl finds them", doc.page_id, e)
 
     def _verify(self, other: str, al: Alignment) -> Verdict | None:
         """A copy of other: passages cover both texts, or (a rewrite) cover most of both with no large
@@ -377,112 +406,6 @@ class DedupEngine:
         self.index.forget(doc)
 
 
-@dataclass
-class MemoryDedupIndex:
-    """DedupIndex in this process: a dict of exact hashes, a HammingIndex, sketch postings, the texts."""
-
-    k: int = 3
-    kept: dict[str, DedupDoc] = field(default_factory=dict)
-    exact: dict[str, str] = field(default_factory=dict)
-    postings: dict[int, list[str]] = field(default_factory=dict)
-    claims: dict[str, int] = field(default_factory=dict)
-    aliases: dict[str, str] = field(default_factory=dict)   # displaced page -> the page that displaced it
-
-    def __post_init__(self) -> None:
-        self.simhashes = HammingIndex(check_k(self.k))
-        self._seq = itertools.count(1)
-
-    def check_and_insert(self, doc: DedupDoc) -> IndexHit:
-        """Exact, then nearest within k; insert when new."""
-        owner = self.exact.get(doc.content_hash)
-        if owner is not None:
-            owner = self.resolve(owner)
-            return IndexHit("unchanged" if owner == doc.page_id else "exact", owner)
-        near = self.simhashes.nearest(doc.simhash, self.k)
-        if near is not None and near[0] != doc.page_id:
-            return IndexHit("near", self.resolve(near[0]), near[1])
-        self._insert(doc)
-        return IndexHit("new")
-
-    def _insert(self, doc: DedupDoc) -> None:
-        self.exact.setdefault(doc.content_hash, doc.page_id)
-        if doc.page_id not in self.simhashes:
-            self.simhashes.add(doc.simhash, doc.page_id)
-        self.kept[doc.page_id] = doc
-
-    def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
-        """Add the sketch with the next claim number; report pages sharing >= min_shared values."""
-        seq = self.claims.setdefault(doc.page_id, next(self._seq))
-        shared: dict[str, int] = {}
-        for v in dict.fromkeys(doc.sketch):
-            ids = self.postings.setdefault(v, [])
-            for other in ids:
-                if other != doc.page_id:
-                    shared[other] = shared.get(other, 0) + 1
-            if doc.page_id not in ids:
-                ids.append(doc.page_id)
-        return seq, [(o, n, self.claims[o]) for o, n in shared.items() if n >= min_shared]
-
-    def text_of(self, page_id: str) -> str | None:
-        """The kept page's text."""
-        kept = self.kept.get(page_id)
-        return kept.text if kept else None
-
-    def published_of(self, page_id: str) -> dt.date | None:
-        """The kept page's publish date."""
-        kept = self.kept.get(page_id)
-        return kept.published if kept else None
-
-    def settled(self, page_id: str) -> bool:
-        """Decisions here run one at a time: a kept page's is over."""
-        return True
-
-    def forget(self, doc: DedupDoc) -> None:
-        """Remove every entry that points at this page."""
-        if self.exact.get(doc.content_hash) == doc.page_id:
-            del self.exact[doc.content_hash]
-        if doc.page_id in self.simhashes:
-            self.simhashes.remove(doc.page_id)
-        for v in dict.fromkeys(doc.sketch):
-            ids = self.postings.get(v, [])
-            if doc.page_id in ids:
-                ids.remove(doc.page_id)
-        self.claims.pop(doc.page_id, None)
-        self.kept.pop(doc.page_id, None)
-
-    def forward(self, doc: DedupDoc, verdict: Verdict) -> None:
-        """In memory no other decision runs in between: nothing saw doc."""
-
-    def done(self, doc: DedupDoc) -> None:
-        """Decisions here run one at a time: nothing to track."""
-
-    def defer(self, doc: DedupDoc, why: str) -> None:
-        """Never called: an index in memory always answers."""
-
-    def replace_original(self, old_id: str, doc: DedupDoc, verdict: Verdict) -> str | None:
-        """Swap the kept page: doc in (with a fresh claim); old_id's exact and SimHash entries answer for doc
-        from now on (its text still stands for the story), its passage claim goes."""
-        self._insert(doc)
-        self.claim_sketch(doc, len(doc.sketch) + 1)
-        old = self.kept.pop(old_id, None)
-        if old is not None:
-            for v in dict.fromkeys(old.sketch):
-                ids = self.postings.get(v, [])
-                if old_id in ids:
-                    ids.remove(old_id)
-            self.claims.pop(old_id, None)
-        self.aliases[old_id] = doc.page_id
-        return None
-
-    def resolve(self, page_id: str) -> str:
-        """The page that stands for page_id: itself, or the page that displaced it (to the end of the chain)."""
-        seen = {page_id}
-        while page_id in self.aliases and self.aliases[page_id] not in seen:
-            page_id = self.aliases[page_id]
-            seen.add(page_id)
-        return page_id
-
-
 def is_near_duplicate(a: str, b: str, params: NearDupParams | None = None) -> Verdict:
     """Would the crawl drop b after keeping a? (pairwise form, for `compare` and the tests)."""
     engine = DedupEngine(params)
@@ -494,3 +417,11 @@ __all__ = ["Alignment", "DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "Lo
            "NearDupParams", "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_alignment",
            "passage_coverage",
            "sketch"]
+
+
+def __getattr__(name: str) -> object:
+    """MemoryDedupIndex, re-exported from its own module (which needs the types above: imported on use)."""
+    if name == "MemoryDedupIndex":
+        from fingerprint.memory_index import MemoryDedupIndex
+        return MemoryDedupIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

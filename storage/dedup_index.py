@@ -234,6 +234,13 @@ class RedisDedupIndex:
         except StorageUnavailable as e:
             raise LookupUnavailable(f"displacements of {page_id}: {e.detail}") from e
 
+    def join(self, doc: DedupDoc, other: str, method: str) -> None:
+        """doc and other tell one story: the store keeps the earlier published, the other becomes its copy."""
+        try:
+            self.store._join(doc.page_id, other, method)
+        except StorageUnavailable as e:
+            raise LookupUnavailable(f"joining {doc.page_id} and {other}: {e.detail}") from e
+
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Queue the page's whole decision for the spool replay (a failed lookup is never a miss)."""
         self.store._spool("recheck", page_id=doc.page_id, k=self.k, why=why)

@@ -332,10 +332,18 @@ class PageStore(DuplicateStore):
         marker = self._retry("mongo", self.demotions.find_one, {"by": str(page_id), "by_keys": {"$ne": None}},
                              {"by_keys": 1})
         if marker is None:
-            return None
+            return self._keys_in_flight(str(page_id))
         k = marker["by_keys"]
         return {"content_hash": k["content_hash"], "simhash": to_unsigned64(int(k["simhash"])),
                 "sketch": [to_unsigned64(int(v)) for v in k.get("sketch") or ()]}
+
+    def _keys_in_flight(self, page_id: str) -> dict | None:
+        """The dedup keys of a page this process kept lately whose save has not landed (else None)."""
+        with self.inflight_lock:
+            entry = self.inflight.get(page_id)
+        if entry is None:
+            return None
+        return {"content_hash": entry[0], "simhash": int(entry[1]), "sketch": [int(v) for v in entry[2]]}
 
     def _claim_demotion(self, marker: dict) -> str:
         """Insert the marker unless the page was displaced already; the id of the page that displaced it."""

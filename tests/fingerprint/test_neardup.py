@@ -112,3 +112,19 @@ def test_sketch_equals_the_bottom_of_the_whole_winnowed_seed_set(news, chapters)
     for codes in streams:
         for size in (1, 8, 40):
             assert smallest_seeds(codes, size) == np.unique(seeds(codes)[0])[:size].tolist()
+
+
+def test_a_page_that_displaces_by_simhash_joins_its_passage_relatives(news):
+    """Invariant seed 1592: O displaces P (found by SimHash) but never ran its passage step, so N, an earlier
+    edit of the same story that P's passages did not reach, stood beside O. O joins N: N stands for all three."""
+    story, filler, other = news[15]["text"], news[16]["text"], news[17]["text"]
+    o = DedupDoc.of("O", story, published=dt.date(2024, 5, 15))
+    n_text = _edit(story, 0.10, filler)
+    n = DedupDoc("N", n_text, "n" * 32, o.simhash ^ 0xFFFF, DedupDoc.of("N", n_text).sketch, dt.date(2024, 5, 12))
+    p = DedupDoc("P", other, "p" * 32, o.simhash ^ 1, DedupDoc.of("P", other).sketch, dt.date(2024, 5, 18))
+    assert passage_coverage(story, n_text) >= NearDupParams().min_coverage > passage_coverage(other, n_text)
+    engine = DedupEngine()
+    assert [engine.decide(d).kind for d in (p, n, o)] == ["new", "new", "new"]
+    assert {engine.index.resolve(x) for x in "PNO"} == {"N"}
+    later = engine.decide(DedupDoc.of("L", story + "。", published=dt.date(2024, 5, 20)))
+    assert later.is_duplicate and engine.index.resolve(later.original) == "N"

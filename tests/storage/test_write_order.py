@@ -761,3 +761,65 @@ def test_a_page_this_process_decided_is_settled_before_its_save_lands(store):
     other = RedisDedupIndex(store)                           # another crawler: it waits for the save
     store.save_pages([_page(undated)])
     assert other.settled(undated.page_id) is True
+
+
+def _triangle() -> tuple[DedupDoc, DedupDoc, DedupDoc]:
+    """P (day 18), N (day 12), O (day 15): O and N one story told twice (passages, SimHash far apart); P
+    unrelated text whose SimHash is one bit from O's (so O finds P by SimHash and displaces it)."""
+    story, edit = _passage_story()
+    o = _doc("o" * 32, story, 15)
+    n = dataclasses.replace(_doc("n" * 32, edit, 12), simhash=o.simhash ^ 0xFFFF)
+    p = dataclasses.replace(_doc("p" * 32, OTHER * 3, 18), simhash=o.simhash ^ 1)
+    return p, n, o
+
+
+def test_a_page_that_displaces_by_simhash_joins_its_passage_relatives(store):
+    """Invariant seed 1592: O displaced P (found by SimHash) and never compared its passages with N, kept
+    before it: O and N, one story, both stood. O now joins N, the earlier published."""
+    p, n, o = _triangle()
+    engine = _engine(store)
+    for doc in (p, n):
+        assert engine.decide(doc).kind == "new"
+        store.save_pages([_page(doc)])
+    assert engine.decide(o).replaced == p.page_id
+    store.save_pages([_page(o)])
+    pages, copies = _state(store)
+    assert pages == [n.page_id], (pages, copies)
+    assert copies == {p.page_id: n.page_id, o.page_id: n.page_id}
+
+
+def test_a_page_found_a_copy_by_one_crawler_as_another_made_it_stand_keeps_its_entries(store):
+    """Invariant seed 1592, the other half. Crawler 1 finds P by O's SimHash (its own text of O is one bit
+    from P's); before it hands P over to O, crawler 2 (its text of O far from P's SimHash) indexes O and
+    claims its sketch; crawler 2 then finds O a passage copy of P, takes O's entries and claim back, and
+    sees O standing for P (crawler 1's hand-over). O stands: crawler 2 must give O its entries and claim
+    back, else N, checked next, found nothing and both stood."""
+    p, n, o = _triangle()
+    p = dataclasses.replace(p, text=o.text + OTHER, sketch=o.sketch)   # P copies O's passages
+    o_first = dataclasses.replace(o, simhash=p.simhash ^ 1)
+    o_second = dataclasses.replace(_doc(o.page_id, o.text + "（完）", 15), simhash=p.simhash ^ 0xFFFF0000)
+    hand_over: list = []
+
+    class CrawlerOne(RedisDedupIndex):
+        def replace_original(self, old_id, doc, verdict):
+            hand_over.append(lambda: super(CrawlerOne, self).replace_original(old_id, doc, verdict))
+            assert second.decide(o_second).kind == "unchanged"
+            return hand_over[1]
+
+    class CrawlerTwo(RedisDedupIndex):
+        def text_of(self, page_id):
+            if len(hand_over) == 1:   # crawler 2 verifies P only after crawler 1 handed P over to O
+                hand_over.append(hand_over[0]())
+            return super().text_of(page_id)
+
+    first = DedupEngine(NearDupParams(k=store.config.simhash_k), CrawlerOne(store))
+    second = DedupEngine(NearDupParams(k=store.config.simhash_k), CrawlerTwo(store))
+    assert first.decide(p).kind == "new"
+    store.save_pages([_page(p)])
+    assert first.decide(o_first).replaced == p.page_id
+    store.save_pages([_page(o_first)])
+    assert _engine(store).decide(n).replaced == o.page_id
+    store.save_pages([_page(n)])
+    pages, copies = _state(store)
+    assert pages == [n.page_id], (pages, copies)
+    assert copies == {p.page_id: n.page_id, o.page_id: n.page_id}
