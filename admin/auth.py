@@ -144,12 +144,12 @@ def add_user(store: Any, name: str, password: str) -> None:
         raise ValueError("user name must be 1-64 characters without spaces")
     if len(password) < 8:
         raise ValueError("password must be at least 8 characters")
-    store.save_user(name, generate_password_hash(password))
+    store.users.save(name, generate_password_hash(password))
 
 
 def check_user(store: Any, name: str, password: str) -> bool:
     """True when the account exists and the password matches its hash."""
-    doc = store.get_user(name)
+    doc = store.users.get(name)
     if not doc:
         check_password_hash(_dummy_hash(), password)  # one hash check either way: no timing oracle
         return False
@@ -201,7 +201,7 @@ def _require_login() -> Any:
         return None  # no session lookup for CSS and JS
     token = session.get("sid")
     if token:
-        g.user = get_store().session_user(token)
+        g.user = get_store().users.session_user(token)
         if g.user is None:
             session.clear()  # logged out, password changed or account removed: this cookie is dead
     if request.endpoint in PUBLIC_ENDPOINTS or g.user:
@@ -233,7 +233,7 @@ def login() -> Any:
         if check_user(get_store(), name, password):
             limiter.succeeded(ip, name, device)
             session.clear()
-            session["sid"] = get_store().create_session(name)
+            session["sid"] = get_store().users.create_session(name)
             return set_device_cookie(redirect(nxt or url_for("dashboard.index")), name)
         limiter.failed(ip, name, device=device)
         flash("Wrong user name or password.", "error")
@@ -246,6 +246,6 @@ def logout() -> Any:
     """End the session on the server too (POST, so a crawled page cannot log a reviewer out with a link)."""
     from admin.db import get_store
 
-    get_store().end_session(session.get("sid"))
+    get_store().users.end_session(session.get("sid"))
     session.clear()
     return redirect(url_for("auth.login"))

@@ -33,11 +33,11 @@ def _users(args: argparse.Namespace) -> int:
 
     store = open_default_store()
     if args.users_cmd == "list":
-        for name in store.list_users():
+        for name in store.users.names():
             print(name)
         return 0
     if args.users_cmd == "remove":
-        if not store.remove_user(args.name):
+        if not store.users.remove(args.name):
             print(f"error: no user {args.name!r}", file=sys.stderr)
             return 2
         print(f"user {args.name} removed; its sessions are ended")

@@ -43,6 +43,6 @@ def index() -> Any:
     stats = admin_cache().get("stats", ttl, store.dashboard_stats,
                          wait=current_app.config.get("DASHBOARD_WAIT_SECONDS", 1.0))
     chart = svg_stacked_bars(stats["days"], stats["series"]) if stats else None
-    recent = store.matches_since(datetime.now(timezone.utc) - RECENT)  # uncached: minutes matter here
+    recent = store.watch.matches_since(datetime.now(timezone.utc) - RECENT)  # uncached: minutes matter here
     return render_template("dashboard/index.html", stats=stats, runs=store.list_runs(10), chart=chart,
                            has_chart=bool(stats and stats["series"]), recent=recent)

@@ -206,7 +206,7 @@ def write_notice_pack(store: Any, notice_id: str, out: Path | BinaryIO, ca_path:
     """One zip for a notice: its text and the evidence pack of every match it lists (those with a snapshot)."""
     from admin.takedown import render_notice
 
-    notice = store.get_notice(notice_id)
+    notice = store.notices.get(notice_id)
     if not notice:
         raise LookupError(f"no notice with id {notice_id!r}")
     ca = tsa_settings()["ca"] if ca_path is None else ca_path

@@ -16,8 +16,8 @@ bp = Blueprint("notices", __name__, url_prefix="/notices")
 def index() -> Any:
     """Sites with confirmed matches, their notices, and the follow-up of every noticed URL."""
     store = get_store()
-    return render_template("notices/index.html", sites=store.notice_sites(), notices=store.notices_of_site(),
-                           takedowns=store.takedowns(), holders=store.holders())
+    return render_template("notices/index.html", sites=store.notices.sites(), notices=store.notices.of_site(),
+                           takedowns=store.notices.takedowns(), holders=store.notices.holders())
 
 
 CHANNELS = ("e-mail", "web form", "post", "fax", "other")
@@ -62,7 +62,7 @@ def show(notice_id: str) -> Any:
     """One notice with its URLs' follow-up; ?format=md|txt|html downloads it."""
     store = get_store()
     try:
-        notice = store.get_notice(notice_id)
+        notice = store.notices.get(notice_id)
     except (ValueError, TypeError):
         notice = None
     if notice is None:
@@ -73,7 +73,7 @@ def show(notice_id: str) -> Any:
         kind = {"md": "text/markdown", "txt": "text/plain", "html": "text/html"}[fmt]
         return Response(body, mimetype=kind, headers={
             "Content-Disposition": f'attachment; filename="notice-{notice["site"]}-{notice_id}.{fmt}"'})
-    states = {t["_id"]: t for t in store.takedowns(notice["site"])}
+    states = {t["_id"]: t for t in store.notices.takedowns(notice["site"])}
     return render_template("notices/show.html", n=notice, states=states, channels=CHANNELS)
 
 
@@ -84,6 +84,6 @@ def mark_sent(notice_id: str) -> Any:
     recipient = (request.form.get("recipient") or "").strip()[:300]
     if channel not in CHANNELS or not recipient:
         abort(400, description=f"say how the notice was sent ({', '.join(CHANNELS)}) and to whom")
-    ok = get_store().mark_notice_sent(notice_id, by=g.get("user") or "", channel=channel, recipient=recipient)
+    ok = get_store().notices.mark_sent(notice_id, by=g.get("user") or "", channel=channel, recipient=recipient)
     flash("marked as sent" if ok else "this notice was already sent", "ok" if ok else "error")
     return redirect(url_for("notices.show", notice_id=notice_id))

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         state = "new notice" if created else f"every confirmed match is already in notice {notice['_id']} ({notice['status']})"
         print(f"{state}: {len(notice['items'])} URL(s) of {args.site}, id {notice['_id']}", file=sys.stderr)
         if args.sent:
-            sent = store.mark_notice_sent(notice["_id"])
+            sent = store.notices.mark_sent(notice["_id"])
             print("recorded as sent" if sent else f"not recorded: notice {notice['_id']} was already sent",
                   file=sys.stderr)
         return 0
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
 def followup(store, site: str) -> int:
     """One line per noticed URL of the site: state, when taken down, last check."""
-    rows = store.takedowns(site)
+    rows = store.notices.takedowns(site)
     if not rows:
         print(f"error: no noticed pages for site {site!r}", file=sys.stderr)
         return 2

@@ -77,11 +77,11 @@ def draft_notice(store: Any, site: str, holder: str | None = None, contact: str 
                  address: str | None = None) -> tuple[dict, list[dict]]:
     """The notice a site's confirmed matches not noticed yet would make, not stored: (notice, matches).
     NoticeError when there is none."""
-    matches = store.unnoticed_confirmed_matches(site)
+    matches = store.notices.unnoticed_confirmed_matches(site)
     if not matches:
         raise NoticeError(f"no confirmed match for site {site!r} that a notice does not cover yet: confirm matches "
                           f"in the admin first (sites with confirmed matches: "
-                          f"{', '.join(s['site'] for s in store.notice_sites()) or 'none'})")
+                          f"{', '.join(s['site'] for s in store.notices.sites()) or 'none'})")
     works: dict[str, dict] = {}
     for m in matches:
         src = store.get_source(m["source_id"]) or {}
@@ -103,14 +103,14 @@ def build_notice(store: Any, site: str, holder: str | None = None, contact: str 
     try:
         notice, matches = draft_notice(store, site, holder, contact, address)
     except NoticeError:
-        latest = store.notices_of_site(site, limit=1)
+        latest = store.notices.of_site(site, limit=1)
         if latest:
             return latest[0], False
         raise
-    nid = store.save_notice(notice, {m["suspect_url"]: probes(m) for m in matches})
+    nid = store.notices.save(notice, {m["suspect_url"]: probes(m) for m in matches})
     if holder and (contact or address):
-        store.save_holder(holder, contact or "", address or "")
-    return store.get_notice(nid), True
+        store.notices.save_holder(holder, contact or "", address or "")
+    return store.notices.get(nid), True
 
 
 def render_notice(notice: dict, fmt: str = "md", lang: str = "both") -> str:

@@ -15,7 +15,7 @@ KINDS = ("auto", "toc", "feed", "sitemap", "page")
 @bp.route("/")
 def index() -> Any:
     """The watch list: URL, kind, interval, last round and its outcome, next round."""
-    return render_template("watch/index.html", watches=get_store().list_watches(), kinds=KINDS)
+    return render_template("watch/index.html", watches=get_store().watch.all(), kinds=KINDS)
 
 
 @bp.route("/add", methods=["POST"])
@@ -24,7 +24,7 @@ def add() -> Any:
     form = request.form
     try:
         interval = float(form.get("interval") or 300)
-        watch = get_store().add_watch(form.get("url", ""), interval=interval, kind=form.get("kind") or "auto")
+        watch = get_store().watch.add(form.get("url", ""), interval=interval, kind=form.get("kind") or "auto")
     except ValueError as exc:
         flash(f"not added: {exc}", "error")
         return redirect(url_for("watch.index"))
@@ -36,6 +36,6 @@ def add() -> Any:
 def remove() -> Any:
     """Stop watching a URL."""
     url = request.form.get("url", "")
-    removed = get_store().remove_watch(url)
+    removed = get_store().watch.remove(url)
     flash(f"removed {url}" if removed else f"{url} was not watched", "ok" if removed else "error")
     return redirect(url_for("watch.index"))

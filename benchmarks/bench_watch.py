@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             for s in LOCAL:
                 cmd += ["-s", s]
             proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-            if not wait_for(lambda: len(store.known_entries(site.toc_url)) >= args.initial, 120, 0.5):
+            if not wait_for(lambda: len(store.watch.known_entries(site.toc_url)) >= args.initial, 120, 0.5):
                 print(f"the first round did not finish; log:\n{log.read_text()[-3000:]}", file=sys.stderr)
                 return 1
             first_round = len(site.hits)

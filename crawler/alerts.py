@@ -56,7 +56,7 @@ class MatchAlerts:
         fields = {k: a.get(k) for k in ("url", "site", "title", "fetched")}
         self.outstanding += 1
         store = store_for(self.crawler)  # the pipelines' store, already open: this item has matches
-        d = deferToThread(lambda: [m for m in matches if store.match_is_new(fields["url"], m["source_id"])])
+        d = deferToThread(lambda: [m for m in matches if store.watch.match_is_new(fields["url"], m["source_id"])])
         d.addCallbacks(lambda new: self.found(fields, new), self.lookup_failed, errbackArgs=(fields["url"],))
 
     def found(self, page: dict, new: list[dict]) -> None:

@@ -97,7 +97,7 @@ class InfringementPipeline:
     def _reappeared(self, match_id: str, item: dict, record: dict) -> dict | None:
         """A noticed copy back after its takedown, or on a new URL of the site: flagged and linked to the notice
         (and snapshotted again, the flag in the record)."""
-        flag = self.store.flag_reappearance(match_id, item["url"], item.get("site"), record["source_id"])
+        flag = self.store.notices.flag_reappearance(match_id, item["url"], item.get("site"), record["source_id"])
         if flag is not None:
             self.crawler.stats.inc_value(stats.MATCHES_REAPPEARED)
             logger.warning("REAPPEARED %s copies source %s again (%s; notice %s)", item["url"], record["source_id"],

@@ -56,12 +56,16 @@ class RedisDedupIndex:
         res = self.store.check_and_insert(doc.page_id, doc.content_hash, doc.simhash)
         if res.kind == "unchanged" and doc.page_id not in self.pending:
             try:   # its own entry: a re-crawl if the page is saved, else a decision left half done (a killed crawler)
-                saved = self.store._retry("mongo", self.store.pages.find_one, {"_id": to_oid(doc.page_id)}, {"_id": 1})
+                saved = self.store._retry("mongo", self.store.pages.find_one, {"_id": to_oid(doc.page_id)},
+                                          {"_id": 1, "undecided": 1})
             except StorageUnavailable as e:
                 self.defer(doc, f"is page {doc.page_id} saved: {e.detail}")
                 return IndexHit("new", spooled=True)
             if saved is None:   # never saved: decided in full (its passage step too), as with its own SimHash entry
                 res = DedupResult("new")
+            elif saved.get("undecided"):   # saved while its check waits in a spool: an entry of a check cut short
+                self.defer(doc, f"page {doc.page_id} is saved undecided: its spooled check decides it")
+                return IndexHit("new", spooled=True)
         if res.kind in ("new", "unchanged"):
             self._deciding.add(doc.page_id)
             self._remember(doc)

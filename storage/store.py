@@ -5,10 +5,12 @@ MongoDB is the truth (pages, duplicates, sources, matches, runs, users); Redis i
 be rebuilt from it (`rebuild_index`). Store is assembled from one class per concern, each in its own
 module on top of `Connection` (clients, retry with backoff, restarts, spool): `DedupStore` (dedup.py),
 `PageStore` (pages.py), `DuplicateStore` (duplicates.py), `RunStore` (runs.py), `SourceStore`
-(catalog.py), `MatchStore` (matches.py, matchlist.py), `UserStore` (users.py), `EvidenceStore`
-(evidence.py: the hash-chained evidence log) with `StampStore` (stamps.py: its RFC 3161 timestamps) and `MaintenanceStore`
-(maintenance.py: rebuild, reconcile, purge, status, spool replay). What they share (ids, times,
-statuses, MongoDB indexes) is in schema.py; document checks in documents.py.
+(catalog.py), `MatchStore` (matches.py, matchlist.py), `EvidenceStore` (evidence.py: the hash-chained
+evidence log) with `StampStore` (stamps.py: its RFC 3161 timestamps) and `MaintenanceStore`
+(maintenance.py: rebuild, reconcile, purge, status, spool replay). Parts that need nothing of the others
+are composed instead, each holding the connection: `store.users` (users.py), `store.watch` (watch.py),
+`store.notices` (notices.py). What they share (ids, times, statuses, MongoDB indexes) is in schema.py;
+document checks in documents.py.
 """
 from __future__ import annotations
 
@@ -16,19 +18,32 @@ from .config import StoreConfig
 from .errors import StorageUnavailable
 from .fpversion import migrate_fingerprints
 from .maintenance import MaintenanceStore
-from .notices import NoticeStore
+from .notices import Notices
 from .stamps import StampStore
 from .schema import now, to_oid, to_signed64, to_unsigned64
 from . import servers as srv
-from .users import UserStore
-from .watch import WatchStore
+from .users import Users
+from .watch import WatchList
 
 __all__ = ["Store", "open_store", "resolve_servers", "now", "to_oid", "to_signed64", "to_unsigned64"]
 
 
-class Store(MaintenanceStore, UserStore, StampStore, WatchStore, NoticeStore):
-    """Every read and write of pages, duplicates, sources, matches, runs, users, match evidence, the watch
-    list and takedown notices, plus the Redis index."""
+class Store(MaintenanceStore, StampStore):
+    """Every read and write of pages, duplicates, sources, matches, runs and match evidence, plus the Redis
+    index; reviewer accounts, the watch list and takedown notices are parts hung on it (`users`, `watch`,
+    `notices`), each over the same connection."""
+
+    def __init__(self, config: StoreConfig, mongo_uri: str, redis_url: str, embedded: dict[str, bool]) -> None:
+        super().__init__(config, mongo_uri, redis_url, embedded)
+        self.users = Users(self)
+        self.watch = WatchList(self)
+        self.notices = Notices(self)
+
+    def ensure_indexes(self) -> None:
+        """Every part's MongoDB indexes."""
+        super().ensure_indexes()
+        self.watch.ensure_indexes()
+        self.notices.ensure_indexes()
 
 
 def resolve_servers(config: StoreConfig) -> tuple[str, str, dict[str, bool]]:

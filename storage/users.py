@@ -1,9 +1,9 @@
-"""UserStore: the admin's reviewer accounts (collection `users`: name, password hash, times) and their
-server-side sessions (collection `sessions`: SHA-256 of the cookie's token, user, expiry).
+"""Users (`store.users`): the admin's reviewer accounts (collection `users`: name, password hash, times) and
+their server-side sessions (collection `sessions`: SHA-256 of the cookie's token, user, expiry).
 
-Hashing and checking passwords is the admin's business (admin/auth.py); this only stores them. A
-session lives only as long as its document: logout, a password change and removing the account
-delete it, so a captured cookie stops working at once."""
+Hashing and checking passwords is the admin's business (admin/auth.py); this only stores them. A session lives
+only as long as its document: logout, a password change and removing the account delete it, so a captured
+cookie stops working at once."""
 from __future__ import annotations
 
 import hashlib
@@ -20,20 +20,23 @@ def _token_key(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-class UserStore(Connection):
+class Users:
     """Save, read, list and remove reviewer accounts by name."""
 
-    def save_user(self, name: str, password_hash: str) -> None:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn   # the store's connection: retry, outages, spool
+
+    def save(self, name: str, password_hash: str) -> None:
         """Create an account or replace its password hash; a new password ends the account's sessions."""
         at = now()
-        self._retry("mongo", self.db.users.update_one, {"_id": name},
-                    {"$set": {"password_hash": password_hash, "updated": at}, "$setOnInsert": {"created": at}},
-                    upsert=True)
+        self.conn._retry("mongo", self.conn.db.users.update_one, {"_id": name},
+                         {"$set": {"password_hash": password_hash, "updated": at}, "$setOnInsert": {"created": at}},
+                         upsert=True)
         self.end_sessions(name)
 
-    def remove_user(self, name: str) -> bool:
+    def remove(self, name: str) -> bool:
         """Delete an account and every session of it; False when there was no such account."""
-        res = self._retry("mongo", self.db.users.delete_one, {"_id": name})
+        res = self.conn._retry("mongo", self.conn.db.users.delete_one, {"_id": name})
         self.end_sessions(name)
         return res.deleted_count > 0
 
@@ -41,36 +44,38 @@ class UserStore(Connection):
         """A new session for the user; returns the token the cookie carries."""
         token = secrets.token_urlsafe(32)
         at = now()
-        self._retry("mongo", insert_once, self.db.sessions,
-                    [{"_id": _token_key(token), "user": name, "created": at, "expires": at + lifetime}])
+        self.conn._retry("mongo", insert_once, self.conn.db.sessions,
+                         [{"_id": _token_key(token), "user": name, "created": at, "expires": at + lifetime}])
         return token
 
     def session_user(self, token: str | None) -> str | None:
         """The user of a live session (None when unknown, ended, expired, or the account is gone)."""
         if not isinstance(token, str) or not 20 <= len(token) <= 100:
             return None
-        doc = self._retry("mongo", self.db.sessions.find_one, {"_id": _token_key(token)})
+        doc = self.conn._retry("mongo", self.conn.db.sessions.find_one, {"_id": _token_key(token)})
         if not doc or utc(doc["expires"]) <= now():
             return None
-        return doc["user"] if self.user_exists(doc["user"]) else None
+        return doc["user"] if self.exists(doc["user"]) else None
 
     def end_session(self, token: str | None) -> None:
         """Logout: this session stops working."""
         if isinstance(token, str):
-            self._retry("mongo", self.db.sessions.delete_one, {"_id": _token_key(token)})
+            self.conn._retry("mongo", self.conn.db.sessions.delete_one, {"_id": _token_key(token)})
 
     def end_sessions(self, name: str) -> int:
         """Every session of the account stops working (password change, removal); returns how many."""
-        return self._retry("mongo", self.db.sessions.delete_many, {"user": name}).deleted_count
+        return self.conn._retry("mongo", self.conn.db.sessions.delete_many, {"user": name}).deleted_count
 
-    def get_user(self, name: str) -> dict | None:
+    def get(self, name: str) -> dict | None:
         """One account with its password hash, or None."""
-        return self._retry("mongo", self.db.users.find_one, {"_id": name}) if name else None
+        return self.conn._retry("mongo", self.conn.db.users.find_one, {"_id": name}) if name else None
 
-    def user_exists(self, name: str) -> bool:
+    def exists(self, name: str) -> bool:
         """Whether the account still exists (a removed account's sessions end)."""
-        return bool(name) and self._retry("mongo", self.db.users.find_one, {"_id": name}, {"_id": 1}) is not None
+        found = self.conn._retry("mongo", self.conn.db.users.find_one, {"_id": name}, {"_id": 1}) if name else None
+        return found is not None
 
-    def list_users(self) -> list[str]:
+    def names(self) -> list[str]:
         """Every account name, sorted."""
-        return [u["_id"] for u in self._retry("mongo", list, self.db.users.find({}, {"_id": 1}).sort("_id", 1))]
+        users = self.conn._retry("mongo", list, self.conn.db.users.find({}, {"_id": 1}).sort("_id", 1))
+        return [u["_id"] for u in users]

@@ -1,9 +1,8 @@
-"""WatchStore: the watch list (collection `watch_sites`), per-URL HTTP validators (`watch_urls`: ETag,
-Last-Modified) and the entries already seen on each watched TOC, feed or sitemap (`watch_entries`).
+"""WatchList (`store.watch`): the watch list (collection `watch_sites`), per-URL HTTP validators (`watch_urls`:
+ETag, Last-Modified) and the entries already seen on each watched TOC, feed or sitemap (`watch_entries`).
 
-Kept in MongoDB so `python -m crawler watch` resumes where it stopped: a restarted watcher sends
-conditional requests with the stored validators and fetches only entries it has not seen.
-"""
+Kept in MongoDB so `python -m crawler watch` resumes where it stopped: a restarted watcher sends conditional
+requests with the stored validators and fetches only entries it has not seen."""
 from __future__ import annotations
 
 import hashlib
@@ -38,18 +37,20 @@ def check_watch_url(url: str) -> str:
     return url
 
 
-class WatchStore(Connection):
+class WatchList:
     """Add, list and schedule watched sites; remember validators and seen entries between rounds."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn   # the store's connection: retry, outages, spool
 
     def ensure_indexes(self) -> None:
         """The shared indexes plus the watch list's."""
-        super().ensure_indexes()
         for coll, specs in WATCH_INDEXES.items():
             for keys, unique in specs:
-                self.db[coll].create_index(keys, unique=unique)
+                self.conn.db[coll].create_index(keys, unique=unique)
 
     # ---- the watch list ----------------------------------------------------------------------------
-    def add_watch(self, url: str, interval: float = DEFAULT_INTERVAL, kind: str = "auto",
+    def add(self, url: str, interval: float = DEFAULT_INTERVAL, kind: str = "auto",
                   profile: str | None = None, site: str | None = None) -> dict:
         """Watch a URL (TOC, feed, sitemap or page) every `interval` seconds, the first round due now;
         re-adding updates it and makes a round due now (its validators and seen entries are kept)."""
@@ -61,71 +62,72 @@ class WatchStore(Connection):
         at = now()
         body = {"url": url, "kind": kind, "interval": float(interval), "profile": profile,
                 "site": site or re.sub(r"^www\.", "", urlsplit(url).netloc.lower()), "enabled": True, "next_due": at}
-        self._retry("mongo", self.db.watch_sites.update_one, {"_id": url},
-                    {"$set": body, "$setOnInsert": {"added": at, "rounds": 0}}, upsert=True)
-        return self.get_watch(url) or {}
+        self.conn._retry("mongo", self.conn.db.watch_sites.update_one, {"_id": url},
+                         {"$set": body, "$setOnInsert": {"added": at, "rounds": 0}}, upsert=True)
+        return self.get(url) or {}
 
-    def get_watch(self, url: str) -> dict | None:
+    def get(self, url: str) -> dict | None:
         """One watched URL, or None."""
-        return out(self._retry("mongo", self.db.watch_sites.find_one, {"_id": url}))
+        return out(self.conn._retry("mongo", self.conn.db.watch_sites.find_one, {"_id": url}))
 
-    def remove_watch(self, url: str) -> bool:
+    def remove(self, url: str) -> bool:
         """Stop watching a URL and forget its seen entries; False when it was not watched."""
-        res = self._retry("mongo", self.db.watch_sites.delete_one, {"_id": url})
-        self._retry("mongo", self.db.watch_entries.delete_many, {"watch": url})
+        res = self.conn._retry("mongo", self.conn.db.watch_sites.delete_one, {"_id": url})
+        self.conn._retry("mongo", self.conn.db.watch_entries.delete_many, {"watch": url})
         return res.deleted_count > 0
 
-    def list_watches(self) -> list[dict]:
+    def all(self) -> list[dict]:
         """Every watched URL, soonest due first."""
-        cur = self.db.watch_sites.find().sort([("next_due", pymongo.ASCENDING), ("_id", pymongo.ASCENDING)])
-        return [out(d) for d in self._retry("mongo", list, cur)]
+        cur = self.conn.db.watch_sites.find().sort([("next_due", pymongo.ASCENDING), ("_id", pymongo.ASCENDING)])
+        return [out(d) for d in self.conn._retry("mongo", list, cur)]
 
-    def due_watches(self, at: datetime | None = None) -> list[dict]:
+    def due(self, at: datetime | None = None) -> list[dict]:
         """Enabled watched URLs whose next round is due."""
-        cur = self.db.watch_sites.find({"enabled": True, "next_due": {"$lte": at or now()}})
-        return [out(d) for d in self._retry("mongo", list, cur)]
+        cur = self.conn.db.watch_sites.find({"enabled": True, "next_due": {"$lte": at or now()}})
+        return [out(d) for d in self.conn._retry("mongo", list, cur)]
 
-    def watch_round_done(self, url: str, interval: float, outcome: dict[str, Any]) -> None:
+    def round_done(self, url: str, interval: float, outcome: dict[str, Any]) -> None:
         """Record one round of a watched URL and when the next one is due."""
         at, round_id = now(), new_id()
         # the round's id makes a retry after a lost reply a no-op instead of a second count
-        self._retry("mongo", self.db.watch_sites.update_one, {"_id": url, "last_round_id": {"$ne": round_id}},
-                    {"$set": {"last_round": at, "last_round_id": round_id, "next_due": at + timedelta(seconds=interval),
-                              "last_outcome": outcome}, "$inc": {"rounds": 1}})
+        due = at + timedelta(seconds=interval)
+        self.conn._retry("mongo", self.conn.db.watch_sites.update_one, {"_id": url, "last_round_id": {"$ne": round_id}},
+                         {"$set": {"last_round": at, "last_round_id": round_id, "next_due": due,
+                                   "last_outcome": outcome}, "$inc": {"rounds": 1}})
 
     # ---- validators --------------------------------------------------------------------------------
     def validators(self, url: str) -> dict:
         """The ETag / Last-Modified last seen for a URL ({} when never fetched)."""
-        doc = self._retry("mongo", self.db.watch_urls.find_one, {"_id": url}) or {}
+        doc = self.conn._retry("mongo", self.conn.db.watch_urls.find_one, {"_id": url}) or {}
         return {k: doc[k] for k in ("etag", "last_modified") if doc.get(k)}
 
     def save_validators(self, url: str, etag: str | None, last_modified: str | None, status: int) -> None:
         """Remember a URL's validators (either may be absent) and its last status."""
-        self._retry("mongo", self.db.watch_urls.update_one, {"_id": url},
-                    {"$set": {"etag": etag, "last_modified": last_modified, "status": status,
-                              "checked": now()}}, upsert=True)
+        self.conn._retry("mongo", self.conn.db.watch_urls.update_one, {"_id": url},
+                         {"$set": {"etag": etag, "last_modified": last_modified, "status": status,
+                                   "checked": now()}}, upsert=True)
 
     # ---- entries of a TOC / feed / sitemap ---------------------------------------------------------
     def known_entries(self, watch_url: str) -> dict[str, str]:
         """Entry URL -> its lastmod ('' when the listing gives none) of every entry already fetched."""
-        cur = self.db.watch_entries.find({"watch": watch_url}, {"url": 1, "lastmod": 1})
-        return {d["url"]: d.get("lastmod") or "" for d in self._retry("mongo", list, cur)}
+        cur = self.conn.db.watch_entries.find({"watch": watch_url}, {"url": 1, "lastmod": 1})
+        return {d["url"]: d.get("lastmod") or "" for d in self.conn._retry("mongo", list, cur)}
 
     def add_entry(self, watch_url: str, url: str, lastmod: str = "") -> None:
         """Mark one entry as fetched (only after its page went through the pipelines)."""
-        self._retry("mongo", self.db.watch_entries.update_one, {"_id": entry_key(watch_url, url)},
-                    {"$set": {"watch": watch_url, "url": url, "lastmod": lastmod, "seen": now()}}, upsert=True)
+        self.conn._retry("mongo", self.conn.db.watch_entries.update_one, {"_id": entry_key(watch_url, url)},
+                         {"$set": {"watch": watch_url, "url": url, "lastmod": lastmod, "seen": now()}}, upsert=True)
 
     # ---- detection ---------------------------------------------------------------------------------
     def match_is_new(self, suspect_url: str, source_id: str) -> bool:
         """True when this (page, work) match was first recorded by its latest write (not a refresh)."""
-        doc = self._retry("mongo", self.matches.find_one, {"suspect_url": suspect_url, "source_id": source_id},
-                          {"created": 1, "updated": 1})
+        doc = self.conn._retry("mongo", self.conn.matches.find_one,
+                               {"suspect_url": suspect_url, "source_id": source_id}, {"created": 1, "updated": 1})
         return bool(doc) and doc.get("created") == doc.get("updated")
 
     def matches_since(self, since: datetime, limit: int = 200) -> list[dict]:
         """Matches first recorded since `since`, newest first (the dashboard's last hour)."""
-        cur = self.matches.find({"created": {"$gte": since}},
+        cur = self.conn.matches.find({"created": {"$gte": since}},
                                 {"suspect_url": 1, "site": 1, "source_id": 1, "source_title": 1, "score": 1,
                                  "status": 1, "created": 1}).sort("created", -1).limit(limit)
-        return [out(d) for d in self._retry("mongo", list, cur)]
+        return [out(d) for d in self.conn._retry("mongo", list, cur)]

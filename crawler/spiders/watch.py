@@ -135,8 +135,8 @@ class WatchSpider(FictionSpider):
         """Add the command line's URLs and profiles to the stored watch list, then run the first round."""
         self.store = store_for(self.crawler)
         for url, profile in self.watch_targets():
-            self.store.add_watch(url, interval=self.every, profile=profile, site=host_key(url))
-        watches = self.store.list_watches()
+            self.store.watch.add(url, interval=self.every, profile=profile, site=host_key(url))
+        watches = self.store.watch.all()
         if not watches:
             self.logger.warning("the watch list is empty: add URLs (python -m crawler watch URL ...) "
                                 "or sites in the admin's Watch page; waiting for some")
@@ -146,7 +146,7 @@ class WatchSpider(FictionSpider):
     def due_requests(self) -> list[scrapy.Request]:
         """Conditional requests for every due watched URL not already in flight, plus follow-up checks."""
         out = []
-        for watch in self.store.due_watches():
+        for watch in self.store.watch.due():
             url = watch["url"]
             if url in self.in_flight or self.finished(url):
                 continue
@@ -154,7 +154,7 @@ class WatchSpider(FictionSpider):
             self.count(stats.watch("rounds"))
             out.append(self.conditional(url, self.parse_listing, {"watch": watch}, priority=20_000))
             if self.followup:
-                for t in self.store.noticed_urls(watch["site"]):
+                for t in self.store.notices.noticed_urls(watch["site"]):
                     if t["_id"] not in self.checking:
                         self.checking.add(t["_id"])
                         out.append(self.conditional(t["_id"], self.parse_followup, {"takedown": t}, priority=-1))
@@ -170,7 +170,7 @@ class WatchSpider(FictionSpider):
             return
         self.pending.clear()  # idle: nothing is out, so what is left failed (and was logged as such)
         self.wake()
-        watched = [w["url"] for w in self.store.list_watches()]
+        watched = [w["url"] for w in self.store.watch.all()]
         if self.max_rounds and all(self.finished(u) for u in watched):  # an empty list is done too
             return
         raise DontCloseSpider
@@ -182,7 +182,7 @@ class WatchSpider(FictionSpider):
             return
         for request in self.due_requests():
             self.crawler.engine.crawl(request)
-        upcoming = [w["next_due"].timestamp() for w in self.store.list_watches()
+        upcoming = [w["next_due"].timestamp() for w in self.store.watch.all()
                     if w.get("enabled") and w["url"] not in self.in_flight and not self.finished(w["url"])]
         if upcoming and self.wakeup is None:
             delay = min(max(0.05, min(upcoming) - time.time()), IDLE_CHECK)
@@ -199,7 +199,7 @@ class WatchSpider(FictionSpider):
     def conditional(self, url: str, callback: Any, cb_kwargs: dict, priority: int = 0) -> scrapy.Request:
         """A GET with the stored validators, letting 304/404/410 reach the callback."""
         headers = {}
-        found = self.store.validators(url)
+        found = self.store.watch.validators(url)
         if found.get("etag"):
             headers["If-None-Match"] = found["etag"]
         if found.get("last_modified"):
@@ -214,7 +214,7 @@ class WatchSpider(FictionSpider):
         url = watch["url"]
         self.in_flight.discard(url)
         self.rounds_done[url] = self.rounds_done.get(url, 0) + 1
-        self.store.watch_round_done(url, float(watch.get("interval") or self.every), outcome)
+        self.store.watch.round_done(url, float(watch.get("interval") or self.every), outcome)
 
     def listing_error(self, failure: Failure) -> None:
         """A watched URL could not be fetched: count it, log it, try again next round."""
@@ -240,13 +240,13 @@ class WatchSpider(FictionSpider):
             self.fail(response.url, f"http_{response.status}", "watched URL is gone")
             self.round_done(watch, {"status": response.status, "new": 0})
             return []
-        self.store.save_validators(watch["url"], header(response, b"ETag"), header(response, b"Last-Modified"),
+        self.store.watch.save_validators(watch["url"], header(response, b"ETag"), header(response, b"Last-Modified"),
                                    response.status)
         self.skip(response.url, "watch_listing", "watched listing read for new entries")
         if listing_kind(response) == "sitemap" and Sitemap(response.body).type == "sitemapindex":
             return self.child_sitemaps(response, watch)
         entries = self.entries(response, watch)
-        known = self.store.known_entries(watch["url"])
+        known = self.store.watch.known_entries(watch["url"])
         fresh = [(u, m, t) for u, m, t in entries
                  if (u not in known or (m and m > known[u])) and (watch["url"], u) not in self.pending]
         self.count(stats.watch("changed"))
@@ -322,7 +322,7 @@ class WatchSpider(FictionSpider):
         if entry is None:
             return
         self.pending.discard((entry["watch"], entry["url"]))
-        self.store.add_entry(entry["watch"], entry["url"], entry["lastmod"])
+        self.store.watch.add_entry(entry["watch"], entry["url"], entry["lastmod"])
 
     def entry_error(self, failure: Failure) -> None:
         """An entry could not be fetched: logged and counted; next round requests it again."""
@@ -346,7 +346,7 @@ class WatchSpider(FictionSpider):
         back = not gone and takedown.get("state") == "gone" and response.status == 200
         if gone:
             self.logger.warning("taken down: %s (%s)", url, reason)
-        self.store.record_takedown_check(url, gone, response.status, reason)
+        self.store.notices.record_takedown_check(url, gone, response.status, reason)
         if back and isinstance(response, TextResponse):
             self.logger.warning("back after its takedown: %s (%s)", url, reason)
             yield self.make_item(response, takedown["site"])
@@ -359,7 +359,7 @@ class WatchSpider(FictionSpider):
             return True, f"http {response.status}"
         if response.status == 304:
             return False, "not modified"
-        self.store.save_validators(takedown["_id"], header(response, b"ETag"), header(response, b"Last-Modified"),
+        self.store.watch.save_validators(takedown["_id"], header(response, b"ETag"), header(response, b"Last-Modified"),
                                    response.status)
         text = visible_text(response.text) if isinstance(response, TextResponse) else ""
         probes = [re.sub(r"\s+", "", p) for p in takedown.get("probes") or []]

@@ -115,7 +115,7 @@ def test_captured_cookie_dies_with_logout_password_reset_and_removal(live_url, b
         elif end == "reset":
             add_user(store, "alice", "another password 123")
         else:
-            assert store.remove_user("alice")
+            assert store.users.remove("alice")
         page.context.clear_cookies()
         page.context.add_cookies(captured)  # the attacker replays the cookie captured earlier
         page.goto(live_url + "/matches/")

@@ -86,7 +86,7 @@ def test_users_add_via_subprocess(cli_env, store):
     assert r.returncode == 0, r.stderr
     assert check_user(store, "bob", "s3cret-password")
     assert not check_user(store, "bob", "wrong")
-    assert store.get_user("bob")["password_hash"].startswith(("scrypt:", "pbkdf2:"))
+    assert store.users.get("bob")["password_hash"].startswith(("scrypt:", "pbkdf2:"))
     r = subprocess.run([sys.executable, "-m", "admin", "users", "add", "carol", "--password-stdin"],
                        input="short\n", capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert r.returncode == 2 and "at least 8" in r.stderr

@@ -98,7 +98,7 @@ def test_sessions_are_server_side(app, store, reviewer):
     assert login(c).status_code == 302
     assert store.db.sessions.count_documents({"user": "alice"}) == 1
     assert c.get("/matches/").status_code == 200
-    store.end_sessions("alice")
+    store.users.end_sessions("alice")
     assert c.get("/matches/").status_code == 302
 
 

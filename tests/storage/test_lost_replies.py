@@ -172,11 +172,11 @@ def test_a_review_is_in_the_history_once(lossy):
 
 def test_a_watch_round_counts_once(lossy):
     store, proxy = lossy
-    store.add_watch("http://watched.example/")
+    store.watch.add("http://watched.example/")
     _losing(proxy, "update")
-    store.watch_round_done("http://watched.example/", 60, {"outcome": "unchanged"})
+    store.watch.round_done("http://watched.example/", 60, {"outcome": "unchanged"})
     assert proxy.lost == ["update"]
-    assert store.get_watch("http://watched.example/")["rounds"] == 1
+    assert store.watch.get("http://watched.example/")["rounds"] == 1
 
 
 def test_pages_and_copies_are_written_once(lossy):
@@ -195,8 +195,8 @@ def test_pages_and_copies_are_written_once(lossy):
 
 def test_a_notice_sent_once_says_so(lossy):
     store, proxy = lossy
-    nid = store.save_notice({"site": "pirate.example", "items": []}, {})
+    nid = store.notices.save({"site": "pirate.example", "items": []}, {})
     _losing(proxy, "update")
-    assert store.mark_notice_sent(nid, "ann") is True
+    assert store.notices.mark_sent(nid, "ann") is True
     assert proxy.lost == ["update"]
-    assert store.mark_notice_sent(nid, "ann") is False
+    assert store.notices.mark_sent(nid, "ann") is False

@@ -823,3 +823,17 @@ def test_a_page_found_a_copy_by_one_crawler_as_another_made_it_stand_keeps_its_e
     pages, copies = _state(store)
     assert pages == [n.page_id], (pages, copies)
     assert copies == {p.page_id: n.page_id, o.page_id: n.page_id}
+
+
+def test_a_page_saved_undecided_is_not_taken_for_decided_by_its_own_entry(store):
+    """Invariant seed 1715 (cluster, Redis wiped): crawler 1's check of X failed half-way (one cluster slot
+    written) and X was saved undecided, its check spooled. Crawler 2 found X's own entry and called X
+    "unchanged", a re-crawl of a decided page: its save took the undecided mark away, the spool replay then
+    left X alone as decided by another crawler, and X stood beside its exact copy. X's decision stays spooled."""
+    x = _doc("x" * 32, STORY, 15)
+    store.save_pages([{**_page(x), "undecided": True}])
+    store.index.check(x.page_id, x.content_hash, x.simhash, store.config.simhash_k, True)   # the half-written check
+    verdict = _engine(store).decide(x)
+    assert verdict.spooled and verdict.kind == "new", verdict
+    store.save_pages([{**_page(x), "undecided": True}])
+    assert store.pages.find_one({"_id": x.page_id})["undecided"] is True

@@ -41,7 +41,7 @@ def test_notice_lists_confirmed_matches_and_followup_marks_takedowns(store, watc
     register_novel(store, demo.base("c"))
     toc = demo.base("d") + START["d"]
     watcher("--rounds", "1", toc)
-    site = store.get_watch(toc)["site"]
+    site = store.watch.get(toc)["site"]
     matches = list(store.matches.find({"site": site}))
     assert len(matches) == len(BOOK["chapters"])
     for m in matches:
@@ -64,7 +64,7 @@ def test_notice_lists_confirmed_matches_and_followup_marks_takedowns(store, watc
 
     again, created_again = build_notice(store, site)
     assert not created_again and again["_id"] == notice["_id"]
-    assert store.mark_notice_sent(notice["_id"]) and not store.mark_notice_sent(notice["_id"])
+    assert store.notices.mark_sent(notice["_id"]) and not store.notices.mark_sent(notice["_id"])
 
     # the pirate removes one chapter (404) and blanks another (200, text gone); the rest stay up
     urls = sorted(i["url"] for i in notice["items"])
@@ -74,7 +74,7 @@ def test_notice_lists_confirmed_matches_and_followup_marks_takedowns(store, watc
     del pages[path_of(removed)]
     pages[path_of(blanked)].body = "<html><body><p>该章节已删除</p></body></html>".encode()
     watcher("--rounds", "1", toc)
-    states = {t["_id"]: t for t in store.takedowns(site)}
+    states = {t["_id"]: t for t in store.notices.takedowns(site)}
     assert states[removed]["state"] == "gone" and states[removed]["http_status"] == 404
     assert states[blanked]["state"] == "gone" and states[blanked]["reason"] == "copied passages gone"
     assert states[removed]["gone_at"] is not None
@@ -86,7 +86,7 @@ def test_notices_cli(store, watcher, demo, tmp_path):
     register_novel(store, demo.base("c"))
     toc = demo.base("d") + START["d"]
     watcher("--rounds", "1", toc)
-    site = store.get_watch(toc)["site"]
+    site = store.watch.get(toc)["site"]
     cmd = [sys.executable, "-m", "admin", "notices", site, "--format", "txt"]
     proc = subprocess.run(cmd, env=watcher.env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no confirmed match" in proc.stderr and "Traceback" not in proc.stderr

@@ -17,7 +17,7 @@ def test_taken_down_page_back_is_flagged_snapshotted_and_linked(store, watcher, 
     register_novel(store, demo.base("c"))
     toc = demo.base("d") + START["d"]
     watcher("--rounds", "1", toc)
-    site = store.get_watch(toc)["site"]
+    site = store.watch.get(toc)["site"]
     for m in store.matches.find({"site": site}):
         store.review_match(str(m["_id"]), "confirm", "tester")
     notice, _ = build_notice(store, site)
@@ -25,7 +25,7 @@ def test_taken_down_page_back_is_flagged_snapshotted_and_linked(store, watcher, 
     pages, path = demo.servers["d"].site, url[len(demo.base("d")):]
     page = pages.pop(path)
     watcher("--rounds", "1", toc)
-    assert {t["_id"]: t for t in store.takedowns(site)}[url]["state"] == "gone"
+    assert {t["_id"]: t for t in store.notices.takedowns(site)}[url]["state"] == "gone"
     before = store.matches.find_one({"suspect_url": url})
     pages[path] = page                                    # the pirate puts the chapter back
     watcher("--rounds", "1", toc)
@@ -35,7 +35,7 @@ def test_taken_down_page_back_is_flagged_snapshotted_and_linked(store, watcher, 
     assert after["evidence_seq"] > before["evidence_seq"]   # captured again, though the bytes are the same
     rec = store.get_evidence(after["evidence_seq"])
     assert rec["reappeared"]["notice_ids"] == [notice["_id"]] and store.verify_evidence().ok
-    takedown = {t["_id"]: t for t in store.takedowns(site)}[url]
+    takedown = {t["_id"]: t for t in store.notices.takedowns(site)}[url]
     assert takedown["state"] == "up" and takedown["reappeared_at"] is not None
     others = [m for m in store.matches.find({"site": site}) if m["suspect_url"] != url]
     assert others and not any(m.get("reappeared") for m in others)
@@ -49,12 +49,12 @@ def test_noticed_work_on_a_new_url_of_the_site_is_flagged(store):
                               "score": 0.9})
     other_site = store.upsert_match({"suspect_url": "http://q.example/b.html", "source_id": "w1", "site": "q.example",
                                      "score": 0.9})
-    flag = store.flag_reappearance(new, "http://p.example/b.html", "p.example", "w1")
+    flag = store.notices.flag_reappearance(new, "http://p.example/b.html", "p.example", "w1")
     assert flag["kind"] == "new_url" and flag["earlier_url"] == "http://p.example/a.html" and flag["notice_ids"] == ["n1"]
     assert store.get_match(new)["reappeared"]["kind"] == "new_url"
-    assert store.flag_reappearance(new, "http://p.example/b.html", "p.example", "w1") is None    # flagged once
-    assert store.flag_reappearance(other_site, "http://q.example/b.html", "q.example", "w1") is None
-    assert store.flag_reappearance(old, "http://p.example/a.html", "p.example", "w1") is None
+    assert store.notices.flag_reappearance(new, "http://p.example/b.html", "p.example", "w1") is None    # flagged once
+    assert store.notices.flag_reappearance(other_site, "http://q.example/b.html", "q.example", "w1") is None
+    assert store.notices.flag_reappearance(old, "http://p.example/a.html", "p.example", "w1") is None
 
 
 def test_match_page_shows_the_reappearance_and_the_notice(client, store):
@@ -62,7 +62,7 @@ def test_match_page_shows_the_reappearance_and_the_notice(client, store):
                               "score": 0.9})
     store.upsert_match({"suspect_url": "http://p.example/a.html", "source_id": "w1", "site": "p.example", "score": 0.9})
     store.matches.update_one({"suspect_url": "http://p.example/a.html"}, {"$set": {"notice_id": "0123456789abcdef01234567"}})
-    store.flag_reappearance(mid, "http://p.example/b.html", "p.example", "w1")
+    store.notices.flag_reappearance(mid, "http://p.example/b.html", "p.example", "w1")
     html = client.get(f"/matches/{mid}").get_data(as_text=True)
     assert 'id="evidence-reappeared"' in html and "new URL of the site" in html
     assert "/notices/0123456789abcdef01234567" in html

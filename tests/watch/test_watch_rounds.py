@@ -20,13 +20,13 @@ def test_unchanged_site_gets_only_conditional_requests_and_304s(store, watcher, 
     assert [(h.status, h.conditional) for h in first] == [(200, False)] * 4
     later = pirate.hits[4:]
     assert [(h.path, h.status, h.conditional) for h in later] == [("/book/", 304, True)]
-    assert len(store.known_entries(pirate.toc_url)) == 3
+    assert len(store.watch.known_entries(pirate.toc_url)) == 3
 
     before = len(pirate.hits)
     run = watcher("--rounds", "1", pirate.toc_url)
     assert [(h.path, h.status, h.conditional) for h in pirate.hits[before:]] == [("/book/", 304, True)]
     assert "zhdedup/watch/not_modified" in run.log
-    watch = store.get_watch(pirate.toc_url)
+    watch = store.watch.get(pirate.toc_url)
     assert watch["rounds"] == 3 and watch["last_outcome"]["status"] == 304
 
 
@@ -56,9 +56,9 @@ def test_watch_list_survives_and_bad_arguments_exit_2(store, watcher, pirate):
     import sys
 
     pirate.publish(*filler(0))
-    store.add_watch(pirate.toc_url, interval=60)
+    store.watch.add(pirate.toc_url, interval=60)
     watcher("--rounds", "1")
-    assert store.get_watch(pirate.toc_url)["rounds"] == 1
+    assert store.watch.get(pirate.toc_url)["rounds"] == 1
     for bad in (["ftp://x/"], ["--every", "0", pirate.toc_url], ["--profile", "nope"]):
         proc = subprocess.run([sys.executable, "-m", "crawler", "watch", *bad], env=watcher.env,
                               capture_output=True, text=True, timeout=60)
@@ -81,7 +81,7 @@ def test_sigterm_stops_cleanly_and_the_next_start_resumes(store, watcher, pirate
         cmd += ["-s", s]
     proc = subprocess.Popen(cmd, env=watcher.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        assert wait_for(lambda: store.known_entries(pirate.toc_url), 60, 0.2)
+        assert wait_for(lambda: store.watch.known_entries(pirate.toc_url), 60, 0.2)
         time.sleep(1)
         proc.send_signal(signal.SIGTERM)
         log, _ = proc.communicate(timeout=60)
