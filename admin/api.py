@@ -70,5 +70,5 @@ def match(match_id: str) -> Any:
 @bp.route("/sources")
 def sources() -> Any:
     """The source library without texts."""
-    items = [{k: v for k, v in s.items() if k not in ("text", "segments")} for s in get_store().list_sources()]
+    items = [{k: v for k, v in s.items() if k not in ("text", "segments")} for s in get_store().sources.all()]
     return jsonify(items=jsonable(items))

@@ -91,13 +91,13 @@ def _sources(args: argparse.Namespace) -> int:
         print(f"{added} added, {len(results) - added} already registered")
         return 0
     if args.sources_cmd == "remove":
-        if not store.get_source(args.id):
+        if not store.sources.get(args.id):
             print(f"error: no source with id {args.id!r}", file=sys.stderr)
             return 1
-        store.remove_source(args.id)
+        store.sources.remove(args.id)
         print(f"removed {args.id}")
         return 0
-    for s in store.list_sources():
+    for s in store.sources.all():
         print(f"{s.get('_id', s.get('id'))}\t{s.get('title', '')}\t{s.get('author') or ''}")
     return 0
 

@@ -44,5 +44,5 @@ def index() -> Any:
                          wait=current_app.config.get("DASHBOARD_WAIT_SECONDS", 1.0))
     chart = svg_stacked_bars(stats["days"], stats["series"]) if stats else None
     recent = store.watch.matches_since(datetime.now(timezone.utc) - RECENT)  # uncached: minutes matter here
-    return render_template("dashboard/index.html", stats=stats, runs=store.list_runs(10), chart=chart,
+    return render_template("dashboard/index.html", stats=stats, runs=store.runs.recent(10), chart=chart,
                            has_chart=bool(stats and stats["series"]), recent=recent)

@@ -40,7 +40,7 @@ def load_match(match_id: str) -> dict:
 def texts_for(match: dict) -> tuple[str, str, dict | None, dict | None]:
     """Source and suspect texts for a match (empty when the stored copy is gone)."""
     store = get_store()
-    source = _safe_get(store.get_source, match.get("source_id"))
+    source = _safe_get(store.sources.get, match.get("source_id"))
     view = suspect_view(match)
     return (str((source or {}).get("text") or ""), view["text"], source, view["page"])
 
@@ -125,7 +125,7 @@ def total_of(mq: MatchQuery) -> int | None:
 def index() -> Any:
     """The filtered, sorted, paged list with its total, one checkbox per match and the bulk form."""
     store = get_store()
-    sources = store.list_sources()
+    sources = store.sources.all()
     try:
         mq = exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
     except BadFilter as exc:
@@ -319,7 +319,7 @@ def _export_rows(mq: Any) -> Iterator[dict]:
         for m in batch:
             sid = m.get("source_id")
             if sid not in sources:
-                sources[sid] = str((_safe_get(store.get_source, sid) or {}).get("text") or "")
+                sources[sid] = str((_safe_get(store.sources.get, sid) or {}).get("text") or "")
             view = suspect_view(m)
             ev = view["evidence"] or {}
             yield {

@@ -19,7 +19,7 @@ REASON = re.compile(r"[a-z0-9_]{1,60}")
 @bp.route("/")
 def index() -> Any:
     """The last 50 runs, newest first."""
-    return render_template("runs/list.html", runs=get_store().list_runs(50))
+    return render_template("runs/list.html", runs=get_store().runs.recent(50))
 
 
 @bp.route("/<run_id>/")
@@ -29,9 +29,9 @@ def outcomes(run_id: str) -> Any:
         abort(404)
     outcome, reason, page = _filters()
     store = get_store()
-    rows = list(store.find_outcomes(run_id, outcome or None, reason or None, None, PER_PAGE + 1,
+    rows = list(store.runs.find_outcomes(run_id, outcome or None, reason or None, None, PER_PAGE + 1,
                                     (page - 1) * PER_PAGE))
-    return render_template("runs/outcomes.html", run_id=run_id, counts=store.outcome_counts(run_id),
+    return render_template("runs/outcomes.html", run_id=run_id, counts=store.runs.outcome_counts(run_id),
                            rows=rows[:PER_PAGE], more=len(rows) > PER_PAGE, outcome=outcome, reason=reason,
                            page=page, outcomes=OUTCOMES, safe_href=safe_href)
 

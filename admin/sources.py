@@ -15,7 +15,7 @@ bp = Blueprint("sources", __name__, url_prefix="/sources")
 @bp.route("/")
 def index() -> Any:
     """All registered works (text left out)."""
-    return render_template("sources/index.html", sources=get_store().list_sources(), safe_href=safe_href)
+    return render_template("sources/index.html", sources=get_store().sources.all(), safe_href=safe_href)
 
 
 @bp.route("/add", methods=["POST"])
@@ -51,8 +51,8 @@ def remove() -> Any:
     source_id = request.form.get("id", "")
     if not source_id or len(source_id) > 200 or any(ord(c) < 32 for c in source_id):
         abort(400, description="give the id of the source to remove")
-    if not store.get_source(source_id):
+    if not store.sources.get(source_id):
         abort(404, description="no such source")
-    store.remove_source(source_id)
+    store.sources.remove(source_id)
     flash(f"Source {source_id} removed.", "ok")
     return redirect(url_for("sources.index")), 303

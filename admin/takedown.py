@@ -84,7 +84,7 @@ def draft_notice(store: Any, site: str, holder: str | None = None, contact: str 
                           f"{', '.join(s['site'] for s in store.notices.sites()) or 'none'})")
     works: dict[str, dict] = {}
     for m in matches:
-        src = store.get_source(m["source_id"]) or {}
+        src = store.sources.get(m["source_id"]) or {}
         works.setdefault(m["source_id"], {"source_id": m["source_id"], "title": src.get("title") or m.get("source_title"),
                                           "author": src.get("author"), "url": src.get("url"),
                                           "holder": src.get("rights_holder") or src.get("author")})

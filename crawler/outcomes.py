@@ -218,7 +218,7 @@ class OutcomeRecorder:
 
     def _write(self, run_id: str, batch: list[dict]) -> bool:
         try:
-            store_for(self.crawler).record_outcomes(run_id, batch)
+            store_for(self.crawler).runs.record_outcomes(run_id, batch)
             return True
         except Exception as exc:  # the outcome log must not stop the crawl; the loss is said
             logger.warning("%d URL outcomes not written: %s", len(batch), exc)

@@ -140,7 +140,7 @@ class _StoreHolder:
         if self.run_id is not None:
             return
         try:
-            self.run_id = self.store.start_run(spider.name)
+            self.run_id = self.store.runs.start(spider.name)
         except Exception as exc:  # the run record is bookkeeping: never stop a crawl for it
             logger.warning("could not record the run start: %s", exc)
 
@@ -152,7 +152,7 @@ class _StoreHolder:
             if self.run_id is not None:
                 counts = stat_counts(self.crawler)
                 counts["finish_reason"] = reason
-                self.store.finish_run(self.run_id, counts)
+                self.store.runs.finish(self.run_id, counts)
         except Exception as exc:
             logger.warning("could not record the run end: %s", exc)
         finally:

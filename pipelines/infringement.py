@@ -41,7 +41,7 @@ class InfringementPipeline:
 
     def _load_source(self, source_id: str) -> dict | None:
         """A registered work (text, licensed_sites), cached: sources rarely change during a crawl."""
-        return self.store.get_source(source_id)
+        return self.store.sources.get(source_id)
 
     def _licensed(self, source_id: str, source: dict, site: str | None) -> bool:
         """True when the source lists the site in licensed_sites (or the store records a licence)."""
@@ -56,7 +56,8 @@ class InfringementPipeline:
         """True when no source is registered (checked at most every SOURCES_RECHECK seconds)."""
         checked, has = self._has_sources
         if time.monotonic() - checked > SOURCES_RECHECK:
-            has = bool(self.store.list_sources()) if hasattr(self.store, "list_sources") else True
+            library = getattr(self.store, "sources", None)
+            has = bool(library.all()) if library is not None else True
             self._has_sources = (time.monotonic(), has)
         return not has
 

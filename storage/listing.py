@@ -49,9 +49,10 @@ def _rows(store: Any, args: argparse.Namespace) -> Iterable[dict]:
     if args.cmd == "outcomes":
         run_id = args.run
         if run_id is None:
-            latest = store.latest_run()
+            latest = store.runs.latest()
             run_id = latest["id"] if latest else "none"
-        return store.find_outcomes(None if run_id == "all" else run_id, args.outcome, args.reason, args.url, args.limit)
+        return store.runs.find_outcomes(None if run_id == "all" else run_id, args.outcome, args.reason, args.url,
+                                        args.limit)
     if args.cmd == "pages":
         return store.find_pages(args.site, args.since, args.limit)
     return store.find_duplicates(args.limit)

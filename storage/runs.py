@@ -1,4 +1,5 @@
-"""RunStore: one record per crawl (collection `runs`) and what became of every URL it touched (`outcomes`)."""
+"""Runs (`store.runs`): one record per crawl (collection `runs`) and what became of every URL it touched
+(`outcomes`)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -19,26 +20,30 @@ STALE_RUN_HOURS = 24.0  # an unfinished run of another host (or without a pid) o
 OUTCOME_FIELDS = ("url", "outcome", "reason", "detail", "original_url", "method", "fetched", "at", "spider")
 
 
-class RunStore(Connection):
+class Runs:
     """Start, finish and list crawl runs and their per-URL outcomes; writes are spooled while MongoDB is away."""
 
-    def start_run(self, spider: str) -> str:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn   # the store's connection: retry, outages, spool
+
+
+    def start(self, spider: str) -> str:
         """Record the start of a crawl (with its pid and host, so a killed run is known dead); returns the
         run id. Runs left unfinished by killed crawls are closed as interrupted first."""
         try:
-            self.close_interrupted_runs()
+            self.close_interrupted()
         except StorageUnavailable as e:
             log.info("unfinished runs not checked: %s", e)
         rid = to_oid(new_id())
         doc = {"_id": rid, "spider": spider, "started": now(), "finished": None, "counts": {},
                "pid": os.getpid(), "host": socket.gethostname()}
         try:
-            self._retry("mongo", insert_once, self.runs, [doc])
+            self.conn._retry("mongo", insert_once, self.conn.db.runs, [doc])
         except StorageUnavailable:
-            self._spool("start_run", doc=doc)
+            self.conn._spool("start_run", doc=doc)
         return str(rid)
 
-    def close_interrupted_runs(self, stale_hours: float | None = None) -> int:
+    def close_interrupted(self, stale_hours: float | None = None) -> int:
         """Mark unfinished runs whose crawler is gone as finished with status `interrupted`.
 
         Dead means: this host and its pid no longer runs; a run of another host (or without a pid) is only
@@ -48,13 +53,14 @@ class RunStore(Connection):
             else stale_hours
         cutoff = now() - dt.timedelta(hours=hours)
         host, closed = socket.gethostname(), 0
-        for run in self._retry("mongo", list, self.runs.find({"finished": None}, {"pid": 1, "host": 1, "started": 1})):
+        open_runs = self.conn.db.runs.find({"finished": None}, {"pid": 1, "host": 1, "started": 1})
+        for run in self.conn._retry("mongo", list, open_runs):
             if run.get("host") == host and run.get("pid"):
                 if run["pid"] == os.getpid() or pid_alive(int(run["pid"])):
                     continue
             elif not (run.get("started") and to_date(run["started"]) < cutoff):
                 continue
-            res = self._retry("mongo", self.runs.update_one, {"_id": run["_id"], "finished": None},
+            res = self.conn._retry("mongo", self.conn.db.runs.update_one, {"_id": run["_id"], "finished": None},
                               {"$set": {"finished": now(), "status": "interrupted",
                                         "counts.finish_reason": "interrupted"}})
             closed += res.modified_count
@@ -62,21 +68,22 @@ class RunStore(Connection):
             log.warning("closed %d crawl run(s) left unfinished by a crawler that was killed, as interrupted", closed)
         return closed
 
-    def finish_run(self, run_id: str, counts: dict) -> None:
+    def finish(self, run_id: str, counts: dict) -> None:
         """Record the end of a crawl and its counts."""
         upd = {"$set": {"finished": now(), "counts": dict(counts), "status": "finished"}}
         try:
-            self._retry("mongo", self.runs.update_one, {"_id": to_oid(run_id)}, upd, upsert=True)
+            self.conn._retry("mongo", self.conn.db.runs.update_one, {"_id": to_oid(run_id)}, upd, upsert=True)
         except StorageUnavailable:
-            self._spool("finish_run", run_id=run_id, counts=dict(counts))
+            self.conn._spool("finish_run", run_id=run_id, counts=dict(counts))
 
-    def list_runs(self, limit: int = 50) -> list[dict]:
+    def recent(self, limit: int = 50) -> list[dict]:
         """Most recent crawl runs first (the admin dashboard's table)."""
-        return [out(d) for d in self._retry("mongo", list, self.runs.find().sort("started", -1).limit(limit))]
+        runs = self.conn.db.runs.find().sort("started", -1).limit(limit)
+        return [out(d) for d in self.conn._retry("mongo", list, runs)]
 
-    def latest_run(self) -> dict | None:
+    def latest(self) -> dict | None:
         """The most recently started crawl run, or None."""
-        runs = self.list_runs(1)
+        runs = self.list(1)
         return runs[0] if runs else None
 
     def record_outcomes(self, run_id: str, records: list[dict]) -> int:
@@ -85,9 +92,9 @@ class RunStore(Connection):
         if not docs:
             return 0
         try:
-            self._retry("mongo", insert_once, self.outcomes, docs)
+            self.conn._retry("mongo", insert_once, self.conn.outcomes, docs)
         except StorageUnavailable:
-            self._spool("record_outcomes", run_id=run_id, records=docs)
+            self.conn._spool("record_outcomes", run_id=run_id, records=docs)
         return len(docs)
 
     def find_outcomes(self, run_id: str | None = None, outcome: str | None = None, reason: str | None = None,
@@ -97,7 +104,7 @@ class RunStore(Connection):
         for field, value in (("run", run_id), ("outcome", outcome), ("reason", reason), ("url", url)):
             if value:
                 q[field] = str(value)
-        cur = self.outcomes.find(q, {"_id": 0}).sort([("at", 1), ("_id", 1)])
+        cur = self.conn.outcomes.find(q, {"_id": 0}).sort([("at", 1), ("_id", 1)])
         yield from cur.skip(max(0, int(skip))).limit(max(0, int(limit)))
 
     def outcome_counts(self, run_id: str) -> dict[str, dict[str, int]]:
@@ -105,7 +112,7 @@ class RunStore(Connection):
         pipeline = [{"$match": {"run": str(run_id)}},
                     {"$group": {"_id": {"o": "$outcome", "r": "$reason"}, "n": {"$sum": 1}}}]
         counts: dict[str, dict[str, int]] = {}
-        for row in self._retry("mongo", list, self.outcomes.aggregate(pipeline)):
+        for row in self.conn._retry("mongo", list, self.conn.outcomes.aggregate(pipeline)):
             counts.setdefault(row["_id"]["o"], {})[row["_id"].get("r") or ""] = row["n"]
         return counts
 

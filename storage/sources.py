@@ -36,15 +36,15 @@ class SourceLibrary:
         self.store = store
         self._works: OrderedDict[str, dict | None] = OrderedDict()
         self._cache_size = cache_size
-        self.matcher = CopyMatcher(store.seed_index(), self.segment_text, params)
+        self.matcher = CopyMatcher(store.sources.seed_index(), self.segment_text, params)
 
     def register(self, source_id: str, title: str, text: str, author: str | None = None,
                  url: str | None = None) -> bool:
         """Store and index a work; False when the same text was already registered under this id."""
-        old = self.store.get_source(source_id)
+        old = self.store.sources.get(source_id)
         segments = [{"id": segment_id(source_id, i), "start": a, "end": b}
                     for i, (a, b) in enumerate(split_segments(text))]
-        added = self.store.add_source(source_id, title, text, author=author, url=url, segments=segments)
+        added = self.store.sources.add(source_id, title, text, author=author, url=url, segments=segments)
         if added:
             if old:
                 self._unindex(old)
@@ -56,19 +56,19 @@ class SourceLibrary:
     def remove(self, source_id: str) -> bool:
         """Forget a work, its segments' seeds included."""
         self._works.pop(source_id, None)
-        return self.store.remove_source(source_id)
+        return self.store.sources.remove(source_id)
 
     def _unindex(self, work: dict) -> None:
-        index = self.store.seed_index()
+        index = self.store.sources.seed_index()
         for seg in work.get("segments") or []:
             index.remove(seg["id"])
 
     def reindex(self, source_ids: list[str] | None = None) -> int:
         """Re-add every work's seeds (or these works') from MongoDB (after a Redis loss); returns segments indexed."""
         n = 0
-        ids = [w["id"] for w in self.store.list_sources()] if source_ids is None else source_ids
+        ids = [w["id"] for w in self.store.sources.all()] if source_ids is None else source_ids
         for source_id in ids:
-            work = self.store.get_source(source_id)
+            work = self.store.sources.get(source_id)
             for seg in (work or {}).get("segments") or []:
                 self.matcher.add_source(seg["id"], work["text"][seg["start"]:seg["end"]])
                 n += 1
@@ -78,7 +78,7 @@ class SourceLibrary:
         if source_id in self._works:
             self._works.move_to_end(source_id)
             return self._works[source_id]
-        work = self.store.get_source(source_id)
+        work = self.store.sources.get(source_id)
         self._works[source_id] = work
         if len(self._works) > self._cache_size:
             self._works.popitem(last=False)

@@ -76,8 +76,8 @@ def sample(store: Any) -> dict[str, Any]:
     """Two real chapters as sources, a copying page with its match, an XSS page/match, a duplicate."""
     ch = chapters(2)
     src = ch[0]["text"][:800]
-    store.add_source("sgyy-1", ch[0]["chapter_title"], src, author=ch[0]["author"])
-    store.add_source("sgyy-2", ch[1]["chapter_title"], ch[1]["text"][:800])
+    store.sources.add("sgyy-1", ch[0]["chapter_title"], src, author=ch[0]["author"])
+    store.sources.add("sgyy-2", ch[1]["chapter_title"], ch[1]["text"][:800])
     copied = "本站最新小说免费阅读！" + src[100:400] + "【广告】更多精彩请访问" + src[500:700]
     page_id = store.save_page({"url": "http://pirate.example/book/1.html", "site": "pirate.example",
                                "title": "三国演义 第一回 免费阅读", "text": copied})
@@ -108,8 +108,8 @@ def sample(store: Any) -> dict[str, Any]:
     store.record_duplicate({"url": XSS_URL, "original_id": page_id,
                             "original_url": "http://pirate.example/book/1.html", "method": "exact",
                             "distance": 0, "site": "evil.example", "title": XSS_TITLE})
-    run = store.start_run("fiction")
-    store.finish_run(run, {"pages": 3, "duplicates": 2})
+    run = store.runs.start("fiction")
+    store.runs.finish(run, {"pages": 3, "duplicates": 2})
     return {"match_id": mid_id, "xss_id": xss_id, "other_id": other_id, "page_id": page_id,
             "source_text": src, "copied": copied}
 

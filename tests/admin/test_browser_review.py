@@ -214,7 +214,7 @@ def test_list_keys_bulk_form_search_sort_and_paging(live_url, page, store, revie
         page.keyboard.press("d")                                       # dismiss the ticked rows
     assert [store.get_match(i)["status"] for i in ids] == ["dismissed", "dismissed"]
     assert all(store.get_match(i)["history"][-1]["action"] == "dismiss" for i in ids)
-    page.select_option("#source-picker", label=store.get_source("sgyy-1")["title"])   # picked by title
+    page.select_option("#source-picker", label=store.sources.get("sgyy-1")["title"])   # picked by title
     page.fill("input[name=site]", "pirate")                            # a part of the host
     page.click("#filters button[type=submit]")
     page.wait_for_load_state()
@@ -256,7 +256,7 @@ WIDE = """() => Array.from(document.querySelectorAll('body *')).filter(e => e.sc
 
 
 def test_labels_never_break_mid_word_and_420px_is_readable(live_url, chromium, store, reviewer, sample):
-    store.sources.update_one({"_id": "sgyy-1"}, {"$set": {"url": "https://books.example/" + "x" * 120}})
+    store.db.sources.update_one({"_id": "sgyy-1"}, {"$set": {"url": "https://books.example/" + "x" * 120}})
     for width in (420, 1280):
         page = new_page(chromium, width=width)
         try:

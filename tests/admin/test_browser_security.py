@@ -173,14 +173,14 @@ def test_unknown_and_known_names_take_the_same_time(live_url, browser_page, stor
 
 
 def test_dotdot_source_id_removes_only_itself(live_url, browser_page, store, reviewer, sample):
-    store.add_source("x/../sgyy-2", "恶意编号", "这是一部编号里带两个点的作品。" * 5)
+    store.sources.add("x/../sgyy-2", "恶意编号", "这是一部编号里带两个点的作品。" * 5)
     page = browser_page
     log_in(page, live_url, "/sources/")
     row = page.locator("table.sources tr", has_text="x/../sgyy-2")
     with page.expect_navigation():
         row.locator("form").evaluate("f => f.submit()")  # the Remove button, past its confirm() dialog
-    assert store.get_source("x/../sgyy-2") is None
-    assert store.get_source("sgyy-2") is not None
+    assert store.sources.get("x/../sgyy-2") is None
+    assert store.sources.get("sgyy-2") is not None
 
 
 def test_display_long_strings_bidi_and_no_store(live_url, browser_page, store, reviewer, sample):

@@ -42,13 +42,13 @@ def test_sources_add_list_remove(cli_env, store, tmp_path, capsys):
     assert "3 added, 0 already registered" in capsys.readouterr().out
     assert main(["sources", "add", str(lib / "essay.txt"), str(lib / "novel.jsonl")]) == 0
     assert "0 added, 3 already registered" in capsys.readouterr().out
-    assert len(store.list_sources()) == 3
-    essay = next(s for s in store.list_sources() if s["title"] == "我的原创散文")
+    assert len(store.sources.all()) == 3
+    essay = next(s for s in store.sources.all() if s["title"] == "我的原创散文")
     assert main(["sources", "list"]) == 0
     out = capsys.readouterr().out
     assert ch[0]["id"] in out and "我的原创散文" in out
     assert main(["sources", "remove", essay["_id"]]) == 0
-    assert store.get_source(essay["_id"]) is None
+    assert store.sources.get(essay["_id"]) is None
     assert main(["sources", "remove", "no-such-id"]) == 1
 
 
@@ -63,7 +63,7 @@ def test_sources_add_bad_input_stores_nothing(cli_env, store, tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
     assert main(["sources", "add", str(tmp_path / "latin1.txt")]) == 2
-    assert store.list_sources() == []
+    assert store.sources.all() == []
 
 
 def test_matches_listing(cli_env, store, capsys):

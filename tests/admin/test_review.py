@@ -244,7 +244,7 @@ def test_notice_preview_fields_remembered_holder_and_sent_record(client, store, 
 
 # ---- links -------------------------------------------------------------------------------------------------
 def test_detail_links_the_original_and_duplicates_link_their_match(client, store, sample):
-    store.sources.update_one({"_id": "sgyy-1"}, {"$set": {"url": "https://books.example/sgyy/1.html"}})
+    store.db.sources.update_one({"_id": "sgyy-1"}, {"$set": {"url": "https://books.example/sgyy/1.html"}})
     page = client.get(f"/matches/{sample['match_id']}").get_data(as_text=True)
     assert 'id="original-url" href="https://books.example/sgyy/1.html"' in page
     dups = client.get("/duplicates/").get_data(as_text=True)
@@ -260,7 +260,7 @@ def test_sources_add_checks_the_whole_file_first_and_names_what_it_added(cli_env
     assert main(["sources", "add", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "works.jsonl:2" in err and "nothing added" in err and "Traceback" not in err
-    assert store.list_sources() == []
+    assert store.sources.all() == []
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps({"id": "w-1", "title": "第一章", "text": "正文" * 50}, ensure_ascii=False) + "\n"
                     + json.dumps({"id": "w-2", "title": "第二章", "text": "文字" * 50}, ensure_ascii=False) + "\n",

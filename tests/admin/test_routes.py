@@ -37,7 +37,7 @@ def test_anonymous_post_changes_nothing(app, store, sample):
     assert resp.status_code == 302 and "/login" in resp.headers["Location"]
     assert store.get_match(sample["match_id"])["status"] == "new"
     assert c.post("/sources/remove", data={"id": "sgyy-1", "csrf_token": token}).status_code == 302
-    assert store.get_source("sgyy-1") is not None
+    assert store.sources.get("sgyy-1") is not None
 
 
 def test_login_wrong_password_then_right(app, reviewer):
@@ -303,7 +303,7 @@ def test_sources_add_paste_upload_remove(client, store, sample):
     again = client.post("/sources/add", data={"title": "我的文章", "text": "这是一篇原创文章。" * 20,
                                               "csrf_token": token}, follow_redirects=True)
     assert "0 work(s) added, 1 already registered" in again.get_data(as_text=True)
-    assert len(store.list_sources()) == 3
+    assert len(store.sources.all()) == 3
     jsonl = "\n".join(json.dumps({"id": f"j{i}", "title": f"章{i}", "text": f"正文{i}" * 30}, ensure_ascii=False)
                       for i in range(3)).encode()
     resp = client.post("/sources/add", data={"file": (io.BytesIO(jsonl), "works.jsonl"), "csrf_token": token},
@@ -312,19 +312,19 @@ def test_sources_add_paste_upload_remove(client, store, sample):
     txt = "第一章 开端\n很久很久以前……".encode()
     client.post("/sources/add", data={"file": (io.BytesIO(txt), "story.txt"), "csrf_token": token},
                 content_type="multipart/form-data")
-    assert any(s["title"] == "第一章 开端" for s in store.list_sources())
+    assert any(s["title"] == "第一章 开端" for s in store.sources.all())
     bad = client.post("/sources/add", data={"file": (io.BytesIO(b'{"id": 1}\nnot json'), "bad.jsonl"),
                                             "csrf_token": token}, content_type="multipart/form-data",
                       follow_redirects=True)
     assert "Nothing added: bad.jsonl:1" in bad.get_data(as_text=True)
     assert client.post("/sources/add", data={"file": (io.BytesIO(b"x"), "a.pdf"), "csrf_token": token},
                        content_type="multipart/form-data").status_code == 303
-    assert len(store.list_sources()) == 7
+    assert len(store.sources.all()) == 7
     assert client.post("/sources/remove", data={"id": "j1", "csrf_token": token}).status_code == 303
-    assert store.get_source("j1") is None
+    assert store.sources.get("j1") is None
     assert client.post("/sources/remove", data={"id": "nope", "csrf_token": token}).status_code == 404
     assert client.post("/sources/remove", data={"id": "j2"}).status_code == 400  # CSRF
-    assert store.get_source("j2") is not None
+    assert store.sources.get("j2") is not None
 
 
 def test_api(client, sample):
@@ -375,15 +375,15 @@ def test_dashboard_computes_in_background_then_serves_cache(app, client, sample)
 
 def test_run_outcomes_page_filters_and_escapes(client, store):
     """A crawl run's outcomes, filtered by outcome and reason; hostile URLs stay text; bad filters are 400s."""
-    run_id = store.start_run("news")
-    store.record_outcomes(run_id, [
+    run_id = store.runs.start("news")
+    store.runs.record_outcomes(run_id, [
         {"url": "http://a.example/1.html", "outcome": "stored", "reason": "", "fetched": True},
         {"url": "http://a.example/list.html", "outcome": "skipped", "reason": "list_page", "fetched": True},
         {"url": "http://b.example/1.html", "outcome": "duplicate", "reason": "exact", "fetched": True,
          "original_url": "http://a.example/1.html"},
         {"url": 'http://a.example/<script>alert(1)</script>', "outcome": "failed", "reason": "http_404",
          "fetched": True}])
-    store.finish_run(run_id, {"fetched": 4, "outcome/stored": 1, "outcome/skipped": 1})
+    store.runs.finish(run_id, {"fetched": 4, "outcome/stored": 1, "outcome/skipped": 1})
     listing = client.get("/runs/").get_data(as_text=True)
     assert f"/runs/{run_id}/" in listing
     page = client.get(f"/runs/{run_id}/?outcome=skipped&reason=list_page").get_data(as_text=True)

@@ -100,8 +100,8 @@ def test_jobdir_resume_does_not_fetch_or_store_again(crawled, sites, tmp_path):
 def test_chapter_parts_toc_and_chapters_each_have_an_outcome(crawled, sites):
     """The table of contents and the parts joined into a chapter are recorded as skipped, with why."""
     store, z, _ = crawled
-    run = store.list_runs()[-1]     # the first crawl: the novel
-    records = {r["url"]: r for r in store.find_outcomes(run["id"])}
+    run = store.runs.recent()[-1]     # the first crawl: the novel
+    records = {r["url"]: r for r in store.runs.find_outcomes(run["id"])}
     base = sites.base("z")
     assert records[base + "/book/1/"]["reason"] == "toc"
     assert records[chapter_url(base, "/book/1/", 1)]["outcome"] == "stored"

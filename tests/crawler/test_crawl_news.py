@@ -97,7 +97,7 @@ def test_sitemap_and_feed_are_used(crawled, sites):
 def test_runs_are_recorded_with_counts(crawled):
     """Each crawl leaves a run record with its finish reason and counts."""
     store, _, _ = crawled
-    runs = store.list_runs()
+    runs = store.runs.recent()
     assert [r["spider"] for r in runs] == ["news", "news"]
     assert all(r["counts"]["finish_reason"] == "finished" for r in runs)
     assert sorted(r["counts"]["stored"] for r in runs) == [1, 5]
@@ -106,8 +106,8 @@ def test_runs_are_recorded_with_counts(crawled):
 def test_every_fetched_url_has_one_recorded_outcome(crawled, sites):
     """fetched = stored + unchanged + duplicate + skipped + failed, per run, in MongoDB and in the stats."""
     store, x_result, y_result = crawled
-    for result, run in zip((x_result, y_result), reversed(store.list_runs())):  # X ran first
-        records = list(store.find_outcomes(run["id"]))
+    for result, run in zip((x_result, y_result), reversed(store.runs.recent())):  # X ran first
+        records = list(store.runs.find_outcomes(run["id"]))
         fetched = [r for r in records if r.get("fetched")]
         assert len(fetched) == result.counts["fetched"] + result.counts.get("fetch_failed", 0) > 0
         assert len({r["url"] for r in fetched}) == len(fetched), "one outcome per fetched URL"
@@ -117,11 +117,11 @@ def test_every_fetched_url_has_one_recorded_outcome(crawled, sites):
             assert r["outcome"] == "stored" or r["reason"], r
         assert {k: result.counts.get(f"outcome/{k}", 0) for k in by_outcome} == by_outcome
         assert by_outcome.get("stored", 0) == result.counts["stored"]
-        assert store.outcome_counts(run["id"])["skipped"]["list_page"] >= 1
+        assert store.runs.outcome_counts(run["id"])["skipped"]["list_page"] >= 1
     x = sites.base("x")
-    why = {r["url"]: (r["outcome"], r["reason"]) for r in store.find_outcomes(outcome="failed")}
+    why = {r["url"]: (r["outcome"], r["reason"]) for r in store.runs.find_outcomes(outcome="failed")}
     assert why[x + x_paths()["missing"]] == ("failed", "http_404")
-    [dup] = store.find_outcomes(url=sites.base("y") + y_paths()["exact"])
+    [dup] = store.runs.find_outcomes(url=sites.base("y") + y_paths()["exact"])
     assert (dup["outcome"], dup["reason"], dup["original_url"]) == ("duplicate", "exact", x + x_paths()["utf8"])
 
 
@@ -159,7 +159,7 @@ def test_storage_lists_outcomes_pages_and_clusters(crawled, sites):
         return proc.stdout.splitlines()
 
     x, y = sites.base("x"), sites.base("y")
-    first_run = store.list_runs()[-1]["id"]
+    first_run = store.runs.recent()[-1]["id"]
     rows = [json.loads(line) for line in cli("outcomes", "--run", first_run, "--json")]
     assert rows and all({"url", "outcome", "reason", "run"} <= set(r) for r in rows)
     assert {r["run"] for r in rows} == {first_run}
@@ -184,5 +184,5 @@ def test_a_recrawl_counts_unchanged_pages_and_keeps_known_copies_quiet(crawled, 
     copy = sites.base("y") + y_paths()["exact"]
     assert f"Dropped {copy}" in y_first.log and f"Dropped {copy}" not in again.log
     assert "unchanged (re-crawl) 1" in again.log
-    runs = store.list_runs()
+    runs = store.runs.recent()
     assert runs[0]["counts"]["outcome/unchanged"] == 1

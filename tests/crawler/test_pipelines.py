@@ -49,7 +49,7 @@ def test_pipeline_chain_keeps_new_drops_copies_and_skips_licensed_sites(store, s
     source, licensed = ("\n".join(BOOK["chapters"][n][1]) for n in (0, 1))
     for sid, text in (("src-1", source), ("src-2", licensed)):
         infringe.library.register(sid, sid, text)
-    store.sources.update_one({"_id": "src-2"}, {"$set": {"licensed_sites": ["partner.example"]}})
+    store.db.sources.update_one({"_id": "src-2"}, {"$set": {"licensed_sites": ["partner.example"]}})
     story = "\n".join(STORIES[0]["paragraphs"])
 
     async def scenario():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scrapy import Request, Spider
 
-from crawler.resume import Journal, JobdirBusy, decode_request, encode_request, recover, write_seen
+from crawler.journal import Journal, JobdirBusy, decode_request, encode_request, recover, write_seen
 
 
 class S(Spider):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.resume import JOURNAL
+from crawler.journal import JOURNAL
 from tests.reliability.reliability_helpers import (CONCURRENT, CrawlProc, NewsSites, assert_every_story_once,
                                                    count_pages, crawl_env, wait_until)
 

@@ -134,19 +134,19 @@ def _losing(proxy: LosingProxy, command: str) -> None:
 
 def test_outcomes_count_once(lossy):
     store, proxy = lossy
-    run = store.start_run("news")
+    run = store.runs.start("news")
     _losing(proxy, "insert")
-    store.record_outcomes(run, [{"url": f"http://a.example/{i}", "outcome": "stored"} for i in range(5)])
+    store.runs.record_outcomes(run, [{"url": f"http://a.example/{i}", "outcome": "stored"} for i in range(5)])
     assert proxy.lost == ["insert"]
-    assert store.outcome_counts(run) == {"stored": {"": 5}}
+    assert store.runs.outcome_counts(run) == {"stored": {"": 5}}
 
 
 def test_a_run_starts_once(lossy):
     store, proxy = lossy
     _losing(proxy, "insert")
-    run = store.start_run("news")
+    run = store.runs.start("news")
     assert proxy.lost == ["insert"]
-    assert [r["_id"] for r in store.list_runs()] == [run]
+    assert [r["_id"] for r in store.runs.recent()] == [run]
 
 
 def test_evidence_is_appended_once(lossy):

@@ -79,9 +79,9 @@ def test_duplicates_and_runs(store):
     assert [(d["url"], d["method"]) for d in clusters[0]["copies"]] == [("http://b.test/c", "exact")]
     with pytest.raises(BadDocument):
         store.record_duplicate({"url": "http://b.test/d", "original_id": orig, "method": "fuzzy"})
-    rid = store.start_run("news")
-    store.finish_run(rid, {"pages": 3, "duplicates": 1})
-    run = store.list_runs()[0]
+    rid = store.runs.start("news")
+    store.runs.finish(rid, {"pages": 3, "duplicates": 1})
+    run = store.runs.recent()[0]
     assert run["id"] == rid and run["counts"]["pages"] == 3 and run["finished"] >= run["started"]
 
 
@@ -99,19 +99,19 @@ def test_copies_recorded_in_one_batch(store):
 
 
 def test_sources_and_seed_index(store):
-    assert store.add_source("s1", "作品一", "一二三四五", author="甲") is True
-    assert store.add_source("s1", "作品一", "一二三四五") is False
-    assert store.add_source("s1", "作品一", "一二三四五六") is True
-    assert [s["id"] for s in store.list_sources()] == ["s1"] and "text" not in store.list_sources()[0]
-    assert store.get_source("s1")["text"] == "一二三四五六"
-    idx = store.seed_index()
+    assert store.sources.add("s1", "作品一", "一二三四五", author="甲") is True
+    assert store.sources.add("s1", "作品一", "一二三四五") is False
+    assert store.sources.add("s1", "作品一", "一二三四五六") is True
+    assert [s["id"] for s in store.sources.all()] == ["s1"] and "text" not in store.sources.all()[0]
+    assert store.sources.get("s1")["text"] == "一二三四五六"
+    idx = store.sources.seed_index()
     idx.add("s1", [(2**64 - 1, 0), (7, 3), (7, 9)])
     idx.add("s2", [(7, 1)])
     assert idx.lookup([7, 2**64 - 1, 8]) == {7: [("s1", 3), ("s1", 9), ("s2", 1)], 2**64 - 1: [("s1", 0)]}
     idx.add("s1", [(8, 5)])  # re-adding replaces
     assert idx.lookup([7, 8, 2**64 - 1]) == {7: [("s2", 1)], 8: [("s1", 5)]}
-    assert store.remove_source("s1") is True and store.remove_source("s1") is False
-    assert idx.lookup([8]) == {} and store.get_source("s1") is None
+    assert store.sources.remove("s1") is True and store.sources.remove("s1") is False
+    assert idx.lookup([8]) == {} and store.sources.get("s1") is None
 
 
 def test_matches_upsert_review_find(store):

@@ -98,10 +98,10 @@ def test_redis_sigkill_midcrawl_auto_restart(var):
 def test_mongo_sigkill_spools_writes_and_replays(var):
     c = cfg(var, auto_restart=False)
     st = open_store(c)
-    run = st.start_run("news")
+    run = st.runs.start("news")
     for i in range(5):
         crawl(st, f"p{i}", *story(i))
-    st.add_source("src1", "作品", "正文" * 10)
+    st.sources.add("src1", "作品", "正文" * 10)
     mid = st.upsert_match({"suspect_url": "http://t/p1", "source_id": "src1", "score": 0.5})
     st.review_match(mid, "confirm", "ann", "copied")
     time.sleep(1.0)
@@ -111,7 +111,7 @@ def test_mongo_sigkill_spools_writes_and_replays(var):
         crawl(st, f"p{i}", *story(i))
     assert time.monotonic() - t0 < 15  # bounded retries, never hangs
     st.upsert_match({"suspect_url": "http://t/p1", "source_id": "src1", "score": 0.9, "spans": [[0, 4]]})
-    st.finish_run(run, {"pages": 8})
+    st.runs.finish(run, {"pages": 8})
     with pytest.raises(StorageUnavailable, match="MongoDB"):
         st.get_page("0" * 24)
     assert st.spool.count() == 5
@@ -123,7 +123,7 @@ def test_mongo_sigkill_spools_writes_and_replays(var):
         assert st.pages.count_documents({}) == 8
         m = st.get_match(mid)
         assert (m["score"], m["status"], m["spans"]) == (0.9, "confirmed", [[0, 4]])
-        assert st.runs.find_one()["counts"] == {"pages": 8}
+        assert st.db.runs.find_one()["counts"] == {"pages": 8}
     finally:
         st.drop_all()
         st.close()
@@ -343,15 +343,15 @@ def test_runs_of_killed_crawlers_are_closed_as_interrupted(var):
     c = cfg(var)
     st = open_store(c)
     try:
-        st.runs.insert_many([
+        st.db.runs.insert_many([
             {"_id": "dead", "spider": "news", "started": old, "finished": None, "pid": dead.pid, "host": host},
             {"_id": "live", "spider": "news", "started": old, "finished": None, "pid": os.getppid(), "host": host},
             {"_id": "away", "spider": "news", "started": dt.datetime.now(dt.timezone.utc), "finished": None,
              "pid": 1, "host": "elsewhere"},
             {"_id": "away-old", "spider": "news", "started": old, "finished": None, "pid": 1, "host": "elsewhere"},
         ])
-        rid = st.start_run("news")
-        runs = {str(r["_id"]): r for r in st.runs.find()}
+        rid = st.runs.start("news")
+        runs = {str(r["_id"]): r for r in st.db.runs.find()}
         assert runs["dead"]["status"] == "interrupted" and runs["dead"]["finished"] is not None
         assert runs["away-old"]["status"] == "interrupted"
         assert runs["live"]["finished"] is None and runs["away"]["finished"] is None

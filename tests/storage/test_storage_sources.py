@@ -31,7 +31,7 @@ def test_a_work_is_segmented_and_matched_in_work_offsets(store, chapters):
     book = _book(chapters)
     assert lib.register("sgyy", "三国演义 1-3", book, author="罗贯中") is True
     assert lib.register("sgyy", "三国演义 1-3", book) is False  # same text: nothing to do
-    work = store.get_source("sgyy")
+    work = store.sources.get("sgyy")
     assert len(work["segments"]) == 3
     second = chapters[1]["text"]
     passage = second[500:1700]
@@ -51,7 +51,7 @@ def test_removed_and_rebuilt(store, chapters):
     lib = SourceLibrary(store)
     lib.register("w1", "第一回", chapters[0]["text"])
     lib.register("w2", "第五回", chapters[4]["text"])
-    store.seed_index().clear()  # Redis lost its data
+    store.sources.seed_index().clear()  # Redis lost its data
     assert SourceLibrary(store).match(chapters[0]["text"]) == []
     store.rebuild_index()
     assert [m["source_id"] for m in SourceLibrary(store).match(chapters[0]["text"])] == ["w1"]

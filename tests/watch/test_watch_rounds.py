@@ -89,7 +89,7 @@ def test_sigterm_stops_cleanly_and_the_next_start_resumes(store, watcher, pirate
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0 and "'finish_reason': 'shutdown'" in log
-    run = store.list_runs(1)[0]
+    run = store.runs.recent(1)[0]
     assert run["spider"] == "watch" and run["finished"] is not None
     before = len(pirate.hits)
     watcher("--rounds", "1", pirate.toc_url)
