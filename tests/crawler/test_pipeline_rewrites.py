@@ -50,6 +50,15 @@ def test_a_spun_copy_is_dropped_as_a_rewrite(store, store_config, rewritten):
     assert (dup["method"], dup["original_id"]) == ("rewrite", first["page_id"])
     assert 0.5 <= dup["coverage"] < 0.75 and 0 < dup["sentences"] <= 1
     assert crawler.stats.get_value("zhdedup/dropped/rewrite") == 1
+    assert dup["text"] == rewritten[1]   # kept for the admin's aligned sentences (a rewrite only)
+
+
+def test_other_copies_keep_no_text(store, store_config, rewritten):
+    story = rewritten[0]
+    _, (_, dropped) = _crawl(store_config, story, story + "\n（完）")
+    assert isinstance(dropped, DropItem)
+    dup = store.duplicates.find_one({"url": "http://spin.example/r.html"})
+    assert dup["method"] != "rewrite" and "text" not in dup
 
 
 def test_the_setting_turns_rewrites_off(store, store_config, rewritten):
