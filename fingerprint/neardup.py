@@ -28,7 +28,7 @@ from typing import Protocol
 
 import numpy as np
 
-from fingerprint import synonyms
+from fingerprint import semantic, synonyms
 from fingerprint.document import canonical_letters, fingerprint_text, text_sketch
 from fingerprint.hamming_index import HammingIndex
 from fingerprint.matcher import MAX_LETTERS, MatchParams, _Letters, align
@@ -61,6 +61,7 @@ class NearDupParams:
     rewrites: bool = True          # a spun copy (伪原创): shared passages spread over the whole of both texts
     rewrite_coverage: float = 0.5  # ... covering at least this much of both,
     rewrite_gap: float = 0.12      # ... and no stretch without one longer than this share of either text
+    semantic: float = 0.0          # > 0: a rewrite's aligned sentence pairs must reach this cosine (semantic.py)
 
     def __post_init__(self) -> None:
         check_k(self.k)
@@ -70,9 +71,9 @@ class NearDupParams:
             raise ValueError(f"passage coverage must be in (0, 1], not {self.min_coverage}")
         if self.max_candidates < 1:
             raise ValueError(f"max_candidates must be at least 1, not {self.max_candidates}")
-        if not 0.0 < self.rewrite_coverage <= 1.0 or not 0.0 <= self.rewrite_gap < 1.0:
-            raise ValueError(f"rewrite coverage must be in (0, 1] and gap in [0, 1), not {self.rewrite_coverage}, "
-                             f"{self.rewrite_gap}")
+        if not 0.0 < self.rewrite_coverage <= 1.0 or not 0.0 <= self.rewrite_gap < 1.0 or not 0.0 <= self.semantic < 1.0:
+            raise ValueError(f"rewrite coverage must be in (0, 1], gap and semantic cosine in [0, 1), not "
+                             f"{self.rewrite_coverage}, {self.rewrite_gap}, {self.semantic}")
 
 
 def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
@@ -334,6 +335,8 @@ class DedupEngine:
         for other, _, _ in earlier[: p.max_candidates]:
             text = self.index.text_of(other)
             verdict = self._verify(other, passage_alignment(text, doc.text)) if text else None
+            if verdict is not None and verdict.method == "rewrite" and p.semantic > 0:   # only ever takes one back
+                verdict = verdict if semantic.confirms_rewrite(text, doc.text, p.semantic) else None
             if verdict is not None:
                 self.index.forget(doc)
                 return verdict
@@ -492,5 +495,4 @@ def is_near_duplicate(a: str, b: str, params: NearDupParams | None = None) -> Ve
 
 __all__ = ["Alignment", "DedupDoc", "DedupEngine", "DedupIndex", "IndexHit", "LookupUnavailable", "MAX_K", "MemoryDedupIndex",
            "NearDupParams", "Verdict", "check_k", "publish_date", "hamming", "is_near_duplicate", "passage_alignment",
-           "passage_coverage",
-           "sketch"]
+           "passage_coverage", "sketch"]
