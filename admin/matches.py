@@ -164,6 +164,18 @@ def detail(match_id: str) -> Any:
         history=list(reversed(m.get("history") or [])))
 
 
+@bp.route("/<match_id>/sentences")
+def sentences(match_id: str) -> Any:
+    """The source's and the suspect's sentences paired side by side, swapped words marked (a rewrite read)."""
+    from admin.sentences import pair_view
+
+    m = load_match(match_id)
+    src_text, _, _, _ = texts_for(m)
+    view = suspect_view(m)   # the evidence snapshot's text when there is one: read, never written
+    return render_template("matches/sentences.html", m=m, match_id=match_id, view=view,
+                           pv=pair_view(src_text, view["text"]))
+
+
 def next_unreviewed(mq: MatchQuery, match: dict) -> str | None:
     """The next match still "new" after this one in the list's order, else the first from the top
     ("confirm and next", and "j" to skip one)."""

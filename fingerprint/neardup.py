@@ -27,7 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
-from fingerprint import synonyms
+from fingerprint import semantic, synonyms
 from fingerprint.document import canonical_letters, fingerprint_text, text_sketch
 from fingerprint.matcher import MAX_LETTERS, MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
@@ -59,6 +59,7 @@ class NearDupParams:
     rewrites: bool = True          # a spun copy (伪原创): shared passages spread over the whole of both texts
     rewrite_coverage: float = 0.5  # ... covering at least this much of both,
     rewrite_gap: float = 0.12      # ... and no stretch without one longer than this share of either text
+    semantic: float = 0.0          # > 0: a rewrite's aligned sentence pairs must reach this cosine (semantic.py)
 
     def __post_init__(self) -> None:
         check_k(self.k)
@@ -68,9 +69,9 @@ class NearDupParams:
             raise ValueError(f"passage coverage must be in (0, 1], not {self.min_coverage}")
         if self.max_candidates < 1:
             raise ValueError(f"max_candidates must be at least 1, not {self.max_candidates}")
-        if not 0.0 < self.rewrite_coverage <= 1.0 or not 0.0 <= self.rewrite_gap < 1.0:
-            raise ValueError(f"rewrite coverage must be in (0, 1] and gap in [0, 1), not {self.rewrite_coverage}, "
-                             f"{self.rewrite_gap}")
+        if not 0.0 < self.rewrite_coverage <= 1.0 or not 0.0 <= self.rewrite_gap < 1.0 or not 0.0 <= self.semantic < 1.0:
+            raise ValueError(f"rewrite coverage must be in (0, 1], gap and semantic cosine in [0, 1), not "
+                             f"{self.rewrite_coverage}, {self.rewrite_gap}, {self.semantic}")
 
 
 def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
@@ -339,7 +340,7 @@ class DedupEngine:
                           seq, others)
         for other, _, _ in earlier[: p.max_candidates]:
             text = self.index.text_of(other)
-            verdict = self._verify(other, passage_alignment(text, doc.text)) if text else None
+            verdict = self._compare(other, text, doc) if text else None
             if verdict is not None:
                 self.index.forget(doc)
                 return verdict
@@ -359,7 +360,7 @@ class DedupEngine:
             earlier = sorted((o for o in others if o[2] < seq), key=lambda o: (-o[1], o[2]))   # later ones compare
             for other, _, _ in earlier[: p.max_candidates]:
                 text = self.index.text_of(other) if self.index.resolve(other) != doc.page_id else None
-                verdict = self._verify(other, passage_alignment(text, doc.text)) if text else None
+                verdict = self._compare(other, text, doc) if text else None
                 if verdict is not None:
                     decisions.log(self.trace, "page %s stands and tells the story of page %s too (%s)",
                                   doc.page_id, other, verdict.recorded_as)
@@ -367,6 +368,15 @@ class DedupEngine:
         except LookupUnavailable as e:
             decisions.warning("page %s stands; its passage relatives could not be checked (%s): two pages of "
                               "one story may stand until the next crawl finds them", doc.page_id, e)
+
+    def _compare(self, other: str, text: str, doc: DedupDoc) -> Verdict | None:
+        """doc a copy of other (its text)? Aligned passages decide; the semantic check, when on, can only take
+        a rewrite back."""
+        verdict = self._verify(other, passage_alignment(text, doc.text))
+        p = self.params
+        if verdict is not None and verdict.method == "rewrite" and p.semantic > 0:
+            return verdict if semantic.confirms_rewrite(text, doc.text, p.semantic) else None
+        return verdict
 
     def _verify(self, other: str, al: Alignment) -> Verdict | None:
         """A copy of other: passages cover both texts, or (a rewrite) cover most of both with no large

@@ -13,6 +13,9 @@ from pipelines.drops import DuplicateItem
 from pipelines.params import dedup_params
 from storage.dedup_index import RedisDedupIndex
 
+#: characters of a rewrite's text kept in its copy record: the admin pairs its sentences with the original's
+REWRITE_TEXT_MAX = 200_000
+
 
 class DedupPipeline:
     """Exact, SimHash or shared-passage copies of a kept page are recorded and dropped (DuplicateItem);
@@ -66,7 +69,8 @@ class DedupPipeline:
             "coverage": round(verdict.coverage, 4) if verdict.coverage is not None else None,
             "sentences": round(verdict.sentences, 4) if verdict.sentences is not None else None,
             "site": a.get("site"), "title": a.get("title"), "fetched": a.get("fetched"),
-            "spider": a.get("spider"), "content_hash": doc.content_hash, "simhash": str(doc.simhash)}
+            "spider": a.get("spider"), "content_hash": doc.content_hash, "simhash": str(doc.simhash),
+            **({"text": doc.text[:REWRITE_TEXT_MAX]} if verdict.method == "rewrite" else {})}
 
 
 def _kind(verdict: Verdict) -> str:

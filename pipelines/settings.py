@@ -8,7 +8,7 @@ __all__ = [
     "EXTRACT_MIN_CHARS", "EXTRACT_FAST", "EXTRACT_MAX_BYTES", "EXTRACT_TEMPLATES", "EXTRACT_TEMPLATE_MIN_PAGES",
     "EXTRACT_TEMPLATE_WARMUP_SECONDS", "ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS",
     "ZHDEDUP_SIMHASH_K", "ZHDEDUP_PASSAGES", "ZHDEDUP_PASSAGE_COVERAGE", "ZHDEDUP_SKETCH_MIN_SHARED",
-    "ZHDEDUP_PASSAGE_CANDIDATES", "ZHDEDUP_REWRITES", "ZHDEDUP_TRACE_DECISIONS", "ZHDEDUP_INFRINGEMENT", "ZHDEDUP_MIN_MATCH_SCORE", "ZHDEDUP_STORE",
+    "ZHDEDUP_PASSAGE_CANDIDATES", "ZHDEDUP_REWRITES", "ZHDEDUP_SEMANTIC", "ZHDEDUP_TRACE_DECISIONS", "ZHDEDUP_INFRINGEMENT", "ZHDEDUP_MIN_MATCH_SCORE", "ZHDEDUP_STORE",
     "ZHDEDUP_STORE_THREADS", "ZHDEDUP_STORE_BATCH", "ZHDEDUP_STORE_BATCH_MS", "ZHDEDUP_LOG_STORED",
 ]
 
@@ -33,6 +33,9 @@ ZHDEDUP_PASSAGE_CANDIDATES = 8  # kept pages verified per page, best first
 ZHDEDUP_REWRITES = True         # passages covering >= 50% of both pages, no stretch > 12% without one: a spun
                                 # copy (method "rewrite"); synonyms are canonicalised before fingerprints
                                 # unless the environment sets ZHDEDUP_SYNONYMS=0 (fingerprint/synonyms.py)
+ZHDEDUP_SEMANTIC = 0.0          # > 0 (0.7 measured): a rewrite stands only when 80% of its aligned sentence pairs
+                                # reach this cosine in a sentence encoder (fingerprint/semantic.py; needs the
+                                # `semantic` extra; ~10 ms a sentence pair, so off by default)
 ZHDEDUP_TRACE_DECISIONS = False  # True: every verdict logged at INFO (logger zhdedup.decisions), else at DEBUG
 
 # --- infringement (pipelines/infringement.py) ------------------------------------------------------

@@ -9,7 +9,7 @@ from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError
 
 from .connection import Connection
-from .documents import check_keys, check_text, fit_bson
+from .documents import check_keys, check_text, fit_bson, out
 from .errors import BadDocument, StorageUnavailable
 from .schema import any_id_form, now, to_date, to_oid
 
@@ -194,7 +194,7 @@ class DuplicateStore(Connection):
             {"$match": match},
             {"$sort": {"distance": 1}},
             {"$group": {"_id": "$original_id", "original_url": {"$first": "$original_url"},
-                        "copies": {"$push": {"url": "$url", "distance": "$distance", "method": "$method",
+                        "copies": {"$push": {"id": "$_id", "url": "$url", "distance": "$distance", "method": "$method",
                                              "site": "$site", "title": "$title", "fetched": "$fetched"}},
                         "n": {"$sum": 1}, "last": {"$max": "$fetched"}}},
             {"$sort": {"last": -1, "_id": 1}},
@@ -212,6 +212,10 @@ class DuplicateStore(Connection):
             c["original_url"] = c.get("original_url") or orig.get("url", "")
         return clusters, more
 
+    def get_duplicate(self, dup_id: Any) -> dict | None:
+        """One copy record by its id (any id form), None when there is none."""
+        return out(self._retry("mongo", self.duplicates.find_one, {"_id": {"$in": any_id_form([dup_id])}}))
+
 
 def _duplicate_doc(doc: dict) -> dict:
     """A copy's record as stored: checked fields, the original's id as a string, a fetch time."""
@@ -221,7 +225,7 @@ def _duplicate_doc(doc: dict) -> dict:
         raise BadDocument(f"duplicate method must be one of {METHODS}, not {doc.get('method')!r}")
     d = {k: v for k, v in doc.items() if k not in ("_id", "id")}
     check_keys(d)
-    check_text(d, ("url", "original_url", "site", "title"))
+    check_text(d, ("url", "original_url", "site", "title", "text"))
     d["original_id"] = str(d["original_id"])
     d.setdefault("method", "near")
     d.setdefault("distance", 0)
