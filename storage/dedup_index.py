@@ -63,7 +63,8 @@ class RedisDedupIndex:
                 return IndexHit("new", spooled=True)
             if saved is None:   # never saved: decided in full (its passage step too), as with its own SimHash entry
                 res = DedupResult("new")
-            elif saved.get("undecided"):   # saved while its check waits in a spool: an entry of a check cut short
+            elif saved.get("undecided") and not self.store.replaying:   # its check waits in a spool: this entry
+                # is one of a check cut short (a cluster slot written), not a decision (invariant seed 1715)
                 self.defer(doc, f"page {doc.page_id} is saved undecided: its spooled check decides it")
                 return IndexHit("new", spooled=True)
         if res.kind in ("new", "unchanged"):
