@@ -3,28 +3,21 @@ the share of sentences aligned recorded; ZHDEDUP_REWRITES=False keeps it (the cr
 from __future__ import annotations
 
 import asyncio
-import random
 
 import pytest
 from scrapy.exceptions import DropItem
 
-from fingerprint.neardup import is_near_duplicate
 from pipelines.dedup import DedupPipeline
 from pipelines.fingerprint import FingerprintPipeline
 from pipelines.store import StorePipeline
 from tests.crawler.test_pipelines import crawler_for, item, through
-from tests.fingerprint.test_rewrites import wash
+from tests.fingerprint.test_rewrites import first_rewrite
 
 
 @pytest.fixture(scope="module")
 def rewritten(news) -> tuple[str, str]:
     """The first (story, heavy wash) pair of the shared news that the engine calls a rewrite."""
-    rng = random.Random(2028)
-    for story in (n["text"] for n in news if 800 <= len(n["text"]) <= 4000):
-        spun = wash(story, rng, swap=0.5, pad=0.5, drop=0.15)
-        if is_near_duplicate(story, spun).method == "rewrite":
-            return story, spun
-    pytest.fail("no heavy wash of the first news stories is a rewrite")
+    return first_rewrite(news)
 
 
 def _crawl(store_config, story: str, spun: str, **settings):

