@@ -150,6 +150,15 @@ def _kernel_table() -> tuple[np.ndarray, np.ndarray, int, list[str], list[str]]:
 
 
 @lru_cache(maxsize=1)
+def kernel_table() -> tuple:
+    """_kernel_table() and the hash of each canonical member: what _speedups.canonical_simhash takes."""
+    from fingerprint.tokens import hash_text_tokens
+
+    table = _kernel_table()
+    return (*table, np.ascontiguousarray(hash_text_tokens(table[4]), dtype=np.uint64))
+
+
+@lru_cache(maxsize=1)
 def _t2s_lut() -> np.ndarray:
     """Code point -> simplified code point (traditional characters one to one; everything else itself)."""
     from fingerprint._tables import t2s_map
