@@ -768,7 +768,153 @@ static PyObject *canonical_simhash(PyObject *self, PyObject *args)
     return result;
 }
 
+/* Exact k-gram codes of 5-bit letters (seeds.py gram_codes, k <= 12); 0 when a code is over 31. */
+static int grams(const uint8_t *c, Py_ssize_t n, int k, uint64_t *out)
+{
+    uint64_t code = 0, mask = ((uint64_t)1 << (5 * k)) - 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (c[i] > 31)
+            return 0;
+        code = ((code << 5) | c[i]) & mask;
+        if (i >= k - 1)
+            out[i - k + 1] = code;
+    }
+    return 1;
+}
+
+typedef struct {
+    uint64_t *slots; /* gram code + 1 (0: empty) */
+    size_t mask;
+} GramSet;
+
+static int gram_set(GramSet *set, const uint64_t *g, Py_ssize_t n)
+{
+    size_t size = 16;
+    while (size < 2 * (size_t)n)
+        size <<= 1;
+    set->slots = calloc(size, sizeof(uint64_t));
+    set->mask = size - 1;
+    if (!set->slots)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        size_t at = (size_t)mix64(g[i]) & set->mask;
+        while (set->slots[at] && set->slots[at] != g[i] + 1)
+            at = (at + 1) & set->mask;
+        set->slots[at] = g[i] + 1;
+    }
+    return 0;
+}
+
+static int gram_in(const GramSet *set, uint64_t g)
+{
+    size_t at = (size_t)mix64(g) & set->mask;
+    while (set->slots[at]) {
+        if (set->slots[at] == g + 1)
+            return 1;
+        at = (at + 1) & set->mask;
+    }
+    return 0;
+}
+
+static int append_run(PyObject *out, Py_ssize_t s, Py_ssize_t e)
+{
+    PyObject *t = Py_BuildValue("(nn)", s, e);
+    int err = t ? PyList_Append(out, t) : -1;
+    Py_XDECREF(t);
+    return err;
+}
+
+/* matcher.py _covered + _runs: letters covered by the grams of g found in other, as [start, end) runs,
+ * gaps of <= merge_gap letters bridged, runs shorter than min_run dropped. mask: n_letters bytes. */
+static PyObject *covered_runs(const uint64_t *g, Py_ssize_t n_grams, Py_ssize_t n_letters, int k,
+                              const GramSet *other, Py_ssize_t merge_gap, Py_ssize_t min_run, uint8_t *mask)
+{
+    Py_ssize_t until = 0;
+    for (Py_ssize_t j = 0; j < n_letters; j++) {   /* letter j is covered by a present gram i, i <= j < i + k */
+        if (j < n_grams && gram_in(other, g[j]))
+            until = j + k;
+        mask[j] = j < until;
+    }
+    PyObject *out = PyList_New(0);
+    Py_ssize_t run_s = -1, run_e = -1;
+    for (Py_ssize_t j = 0; out && j < n_letters;) {
+        if (!mask[j]) {
+            j++;
+            continue;
+        }
+        Py_ssize_t s = j;
+        while (j < n_letters && mask[j])
+            j++;
+        if (run_s >= 0 && s - run_e <= merge_gap) {
+            run_e = j;
+            continue;
+        }
+        if (run_s >= 0 && run_e - run_s >= min_run && append_run(out, run_s, run_e) < 0)
+            Py_CLEAR(out);
+        run_s = s;
+        run_e = j;
+    }
+    if (out && run_s >= 0 && run_e - run_s >= min_run && append_run(out, run_s, run_e) < 0)
+        Py_CLEAR(out);
+    return out;
+}
+
+PyDoc_STRVAR(align_runs_doc,
+"align_runs(source_codes, suspect_codes, k, merge_gap, min_run) -> (list, list) | None\n\n"
+"matcher.align: the letter runs of each stream covered by k-grams the other stream also has, gaps of\n"
+"<= merge_gap bridged, runs under min_run dropped; None when a letter code is over 31.");
+
+static PyObject *align_runs(PyObject *self, PyObject *args)
+{
+    PyObject *objs[2];
+    int k;
+    Py_ssize_t merge_gap, min_run;
+    if (!PyArg_ParseTuple(args, "OOinn", &objs[0], &objs[1], &k, &merge_gap, &min_run))
+        return NULL;
+    if (k < 1 || k > 12) {
+        PyErr_SetString(PyExc_ValueError, "k must be 1..12");
+        return NULL;
+    }
+    Py_buffer v[2];
+    static const char *const names[2] = {"source_codes", "suspect_codes"};
+    const Py_ssize_t itemsize[2] = {1, 1}, min_items[2] = {0, 0};
+    if (get_buffers(objs, v, 2, itemsize, min_items, names) < 0)
+        return NULL;
+    Py_ssize_t n[2] = {v[0].len, v[1].len}, m[2] = {n[0] - k + 1, n[1] - k + 1};
+    if (m[0] <= 0 || m[1] <= 0) {
+        release_buffers(v, 2);
+        return Py_BuildValue("([],[])");
+    }
+    uint64_t *g[2] = {malloc(sizeof(uint64_t) * (size_t)m[0]), malloc(sizeof(uint64_t) * (size_t)m[1])};
+    uint8_t *mask = malloc((size_t)(n[0] > n[1] ? n[0] : n[1]) + 1);
+    GramSet set[2] = {{0}, {0}};
+    PyObject *result = NULL, *runs[2] = {NULL, NULL};
+    if (!g[0] || !g[1] || !mask) {
+        PyErr_NoMemory();
+    } else if (!grams(v[0].buf, n[0], k, g[0]) || !grams(v[1].buf, n[1], k, g[1])) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (gram_set(&set[0], g[0], m[0]) < 0 || gram_set(&set[1], g[1], m[1]) < 0) {
+        PyErr_NoMemory();
+    } else {
+        for (int side = 0; side < 2; side++)
+            runs[side] = covered_runs(g[side], m[side], n[side], k, &set[1 - side], merge_gap, min_run, mask);
+        if (runs[0] && runs[1])
+            result = PyTuple_Pack(2, runs[0], runs[1]);
+    }
+    Py_XDECREF(runs[0]);
+    Py_XDECREF(runs[1]);
+    free(set[0].slots);
+    free(set[1].slots);
+    free(g[0]);
+    free(g[1]);
+    free(mask);
+    release_buffers(v, 2);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"align_runs", align_runs, METH_VARARGS, align_runs_doc},
     {"canonical_simhash", canonical_simhash, METH_VARARGS, canonical_simhash_doc},
     {"canonical_tokens", canonical_tokens, METH_VARARGS, canonical_tokens_doc},
     {"simhash_tokens", simhash_tokens, METH_VARARGS, simhash_tokens_doc},

@@ -151,7 +151,8 @@ def kernel_table() -> tuple:
     with canonical_map, takes ~80 ms of every process start)."""
     from fingerprint import tokens
 
-    path = cache_dir() / f"synkernel-{digest([_thesaurus_bytes(), Path(__file__).read_bytes(), Path(tokens.__file__).read_bytes()])}.npz"
+    sources = [_thesaurus_bytes(), Path(__file__).read_bytes(), Path(tokens.__file__).read_bytes()]
+    path = cache_dir() / f"synkernel-{digest(sources)}.npz"
     try:
         with np.load(path, allow_pickle=False) as z:
             words, canon = (bytes(z[k]).decode("utf-8").split("\n") for k in ("words", "canon"))
@@ -184,7 +185,8 @@ def _save_kernel_table(table: tuple, path: Path) -> None:
     keys, starts, _, words, canon, canon_hashes = table
     if any("\n" in w for w in words + canon):
         return
-    text = {k: np.frombuffer("\n".join(v).encode("utf-8"), dtype=np.uint8) for k, v in (("words", words), ("canon", canon))}
+    text = {name: np.frombuffer("\n".join(v).encode("utf-8"), dtype=np.uint8)
+            for name, v in (("words", words), ("canon", canon))}
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from fingerprint import Tokenizer, dna, normalize, simhash, speedups
 from fingerprint.dna import SEED_PARAMS, DnaParams, letter_stream
 from fingerprint.document import fingerprint_text
+from fingerprint.matcher import MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
 from fingerprint.simhash import canonical_simhash
 from fingerprint.synonyms import canonical_map, kernel_table
@@ -111,6 +112,44 @@ def test_fingerprint_text_is_the_same_both_ways(news):
     for n in news[:60]:
         compiled, reference = both(fingerprint_text, n["text"], "tfidf", None, None, 16)
         assert compiled == reference and compiled.sketch
+
+
+ALIGN_PARAMS = [MatchParams(), MatchParams(min_run=1, merge_gap=0), MatchParams(min_run=5, merge_gap=10)]
+
+
+def test_passage_alignment_equals_numpy_on_real_pairs(news):
+    """Copies (a story and its edited copy), overlapping round-ups and unrelated pages."""
+    texts = [n["text"] for n in news[:60]]
+    letters = [_Letters.of(t) for t in texts]
+    copies = [_Letters.of(t[:700] + "据了解，" + t[720:1500]) for t in texts[:20]]
+    pairs = list(zip(letters, letters[1:])) + list(zip(letters, copies)) + [(letters[0], _Letters.of(""))]
+    found = 0
+    for a, b in pairs:
+        for params in ALIGN_PARAMS:
+            compiled, numpy_ = both(align, a, b, params)
+            assert compiled == numpy_
+            found += bool(compiled[0])
+    assert found >= 20
+
+
+streams = st.lists(st.integers(1, 3), max_size=80).map(lambda c: np.array(c, dtype=np.uint8))
+
+
+@settings(max_examples=300, deadline=None)
+@given(streams, streams, st.integers(0, 6), st.integers(1, 12))
+def test_passage_alignment_equals_numpy_on_any_streams(a, b, gap, run):
+    """Few distinct letters: many shared grams, runs touching, streams shorter than a gram."""
+    params = MatchParams(min_run=run, merge_gap=gap)
+    la, lb = (_Letters(x, np.arange(len(x))) for x in (a, b))
+    compiled, numpy_ = both(align, la, lb, params)
+    assert compiled == numpy_
+
+
+@pytest.mark.skipif(KERNEL is None, reason="the kernels were not built")
+def test_alignment_kernel_leaves_codes_over_31_to_numpy():
+    codes = np.array([40, 1, 2, 3] * 10, dtype=np.uint8)
+    assert KERNEL.align_runs(codes, codes, 8, 3, 20) is None
+    assert align(_Letters(codes, np.arange(40)), _Letters(codes, np.arange(40)), MatchParams()) == ([(0, 40)], [(0, 40)])
 
 
 texts = st.text(st.one_of(st.sampled_from("天地玄黄宇宙洪荒日月盈昃辰宿列张。！？；…\n，的了是 ab1"),
