@@ -1,10 +1,12 @@
 """Fingerprinting speed and Hamming-index query latency, each next to a baseline from the same run.
 
-    python -m benchmarks.bench_fingerprint [--docs 600] [--sizes 1e5,1e6,1e7]
+    python -m benchmarks.bench_fingerprint [--docs 600] [--sizes 1e5,1e6,1e7] [--baseline COMMIT]
+    python -m benchmarks.bench_fingerprint --only-dedup | --only-page --baseline COMMIT
 
 Prints the start-up time to a first fingerprint (against a bare interpreter), the whole
 `python -m fingerprint dedup` process on one core (start-up included) against the code of a baseline
-commit in the same run (--baseline, --dedup-sizes, --rounds), docs/s for 3,000-character documents (SimHash + DNA + exact hash, against the tokenizer's
+commit in the same run (--baseline, --dedup-sizes, --rounds), the crawl's per-page fingerprint against
+the same commit (--only-page), docs/s for 3,000-character documents (SimHash + DNA + exact hash, against the tokenizer's
 own cost, with the compiled kernels and without them), and query latency of fingerprint.HammingIndex against a brute-force numpy scan and the
 `simhash` package's SimhashIndex.
 """
@@ -295,6 +297,57 @@ def bench_dedup_process(sizes: list[int], rounds: int, baseline: str, core: int 
     print("goal (issue 28): >= 1,500 docs/s on one core, start-up included; CPU docs/s = documents / (user + sys)")
 
 
+_PAGE_RATE = """
+import json, sys, time
+from fingerprint import fingerprint_text
+from fingerprint import neardup
+docs = json.load(open(sys.argv[1], encoding="utf-8"))
+def page(text):  # pipelines.fingerprint.compute's fingerprint calls, as of the code under test
+    try:
+        return fingerprint_text(text, sketch_size=neardup.NearDupParams.sketch_size)
+    except TypeError:  # before issue 27 the sketch was computed apart
+        return fingerprint_text(text), neardup.sketch(text)
+page(docs[0])
+t = time.process_time()
+for d in docs:
+    page(d)
+print(len(docs) / (time.process_time() - t))
+"""
+
+
+def bench_page_fingerprint(n_docs: int, rounds: int, baseline: str, core: int | None = 1) -> None:
+    """What the crawl computes for every page (pipelines/fingerprint.py: SimHash, exact hash, DNA, sketch),
+    docs/s of CPU time on 3,000-character pages in one process per round, against `baseline`'s code:
+    rounds interleaved, medians with ranges."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    if core is not None and core not in os.sched_getaffinity(0):
+        core = None
+    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        trees = {"baseline": baseline_tree(baseline, tmp / "baseline"), "now": Path(__file__).resolve().parents[1]}
+        src = tmp / "docs.json"
+        src.write_text(json.dumps(load_docs(n_docs), ensure_ascii=False), encoding="utf-8")
+        rates: dict[str, list[float]] = {name: [] for name in trees}
+        for r in range(rounds):
+            for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                env = {**os.environ, "PYTHONPATH": str(trees[name])}
+                env.pop("ZHDEDUP_NO_SPEEDUPS", None)
+                out = subprocess.run([sys.executable, "-c", _PAGE_RATE, str(src)], env=env, cwd=tmp, check=True,
+                                     capture_output=True, text=True, preexec_fn=pin).stdout
+                rates[name].append(float(out))
+    b, c = statistics.median(rates["baseline"]), statistics.median(rates["now"])
+    print(f"\nThe crawl's fingerprint of a page (fingerprint_text: SimHash, exact, DNA, sketch), {n_docs} pages of "
+          f"3,000 characters, CPU docs/s, {rounds} interleaved rounds, median (range); baseline = {baseline}")
+    print(f"{'baseline':>22}  {'now':>22}  {'speed-up':>8}  {'ms/page baseline -> now':>24}")
+    print(f"{_median_range(rates['baseline']):>22}  {_median_range(rates['now']):>22}  {c / b:>7.2f}x  "
+          f"{1000 / b:>12.3f} -> {1000 / c:.3f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--docs", type=int, default=600)
@@ -306,10 +359,16 @@ def main() -> None:
     p.add_argument("--baseline", default=DEDUP_BASELINE, help="git commit whose fingerprint/ is the baseline")
     p.add_argument("--core", type=int, default=1, help="the core the dedup processes are pinned to")
     p.add_argument("--only-dedup", action="store_true", help="only the whole-process dedup figure")
+    p.add_argument("--only-page", action="store_true",
+                   help="only the crawl's per-page fingerprint against --baseline (--docs pages, --rounds)")
     args = p.parse_args()
+    if args.only_page:
+        bench_page_fingerprint(args.docs, args.rounds, args.baseline, args.core)
+        return
     bench_dedup_process([int(s) for s in args.dedup_sizes.split(",")], args.rounds, args.baseline, args.core)
     if args.only_dedup:
         return
+    bench_page_fingerprint(args.docs, args.rounds, args.baseline, args.core)
     bench_startup()
     bench_fingerprinting(args.docs)
     bench_dedup_cli(args.dedup_docs, [1, 2])

@@ -442,6 +442,30 @@ static Py_ssize_t winnowed(const uint64_t *h, Py_ssize_t n, Py_ssize_t w, uint64
     return m;
 }
 
+/* The `size` smallest distinct values of v[0..m), sorted, moved to the front of v; returns how many. */
+static Py_ssize_t smallest_distinct(uint64_t *v, Py_ssize_t m, Py_ssize_t size)
+{
+    uint64_t best[64];
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t x = v[i];
+        if (count == size && x >= best[count - 1])
+            continue;
+        Py_ssize_t at = count;
+        while (at > 0 && best[at - 1] > x)
+            at--;
+        if (at > 0 && best[at - 1] == x)
+            continue;
+        Py_ssize_t last = count < size ? count : size - 1;
+        memmove(&best[at + 1], &best[at], sizeof(uint64_t) * (size_t)(last - at));
+        best[at] = x;
+        if (count < size)
+            count++;
+    }
+    memcpy(v, best, sizeof(uint64_t) * (size_t)count);
+    return count;
+}
+
 PyDoc_STRVAR(smallest_seeds_doc,
 "smallest_seeds(codes, size, k, w) -> list[int]\n\n"
 "The `size` smallest distinct winnowed seed hashes of a letter stream (uint8 codes 0..31), equal to\n"
@@ -489,7 +513,10 @@ static PyObject *smallest_seeds(PyObject *self, PyObject *args)
     PyBuffer_Release(&view);
     uint64_t *picked = h + n;
     Py_ssize_t m = winnowed(h, n, w, picked);
-    qsort(picked, (size_t)m, sizeof(uint64_t), cmp_u64);
+    if (size < 64) /* a few values wanted: kept sorted as they come instead of sorting all (same list) */
+        m = smallest_distinct(picked, m, size);
+    else
+        qsort(picked, (size_t)m, sizeof(uint64_t), cmp_u64);
     for (Py_ssize_t i = 0, taken = 0; i < m && taken < size; i++) {
         if (i > 0 && picked[i] == picked[i - 1])
             continue;
@@ -562,7 +589,333 @@ static PyObject *canonical_tokens(PyObject *self, PyObject *args)
     return out;
 }
 
+/* Looks each token of two or more characters up in the synonym table (canonical_tokens' rule) and gives
+ * the word that stands for it (borrowed) and that word's hash (tokens.py's hash). */
+typedef struct {
+    const uint64_t *keys, *canon_hashes;
+    const int64_t *starts;
+    int bucket_bits;
+    PyObject *words, *canon;
+} SynTable;
+
+static int canonical_words(PyObject *tokens, const SynTable *syn, PyObject **out, uint64_t *hashes)
+{
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    int shift = 64 - syn->bucket_bits;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        if (!PyUnicode_Check(token)) {
+            PyErr_Format(PyExc_TypeError, "token %zd is %.100s, not str", i, Py_TYPE(token)->tp_name);
+            return -1;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(token) < 0)
+            return -1;
+#endif
+        hashes[i] = token_hash(token);
+        out[i] = token;
+        if (PyUnicode_GET_LENGTH(token) > 1)
+            __builtin_prefetch(&syn->starts[(hashes[i] | 1) >> shift]);
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyUnicode_GET_LENGTH(out[i]) > 1)
+            __builtin_prefetch(&syn->keys[syn->starts[(hashes[i] | 1) >> shift]]);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *token = out[i];
+        if (PyUnicode_GET_LENGTH(token) < 2)
+            continue;
+        uint64_t h = hashes[i] | 1, b = h >> shift;
+        for (int64_t j = syn->starts[b]; j < syn->starts[b + 1]; j++)
+            if ((syn->keys[j] | 1) == h && PyUnicode_Compare(token, PyList_GET_ITEM(syn->words, j)) == 0) {
+                out[i] = PyList_GET_ITEM(syn->canon, j);
+                hashes[i] = syn->canon_hashes[j];
+                break;
+            }
+    }
+    return 0;
+}
+
+/* The words joined into one new str (each word is canonical, so the widest kind is the join's). */
+static PyObject *joined(PyObject **words, Py_ssize_t n)
+{
+    Py_ssize_t len = 0;
+    Py_UCS4 maxchar = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        len += PyUnicode_GET_LENGTH(words[i]);
+        if (PyUnicode_MAX_CHAR_VALUE(words[i]) > maxchar)
+            maxchar = PyUnicode_MAX_CHAR_VALUE(words[i]);
+    }
+    PyObject *out = PyUnicode_New(len, maxchar);
+    if (!out)
+        return NULL;
+    int kind = PyUnicode_KIND(out);
+    char *dst = PyUnicode_DATA(out);
+    for (Py_ssize_t i = 0, at = 0; i < n; i++) {
+        Py_ssize_t m = PyUnicode_GET_LENGTH(words[i]);
+        if (PyUnicode_KIND(words[i]) == kind) {
+            memcpy(dst + at * kind, PyUnicode_DATA(words[i]), (size_t)(m * kind));
+        } else {
+            int wk = PyUnicode_KIND(words[i]);
+            const void *src = PyUnicode_DATA(words[i]);
+            for (Py_ssize_t j = 0; j < m; j++)
+                PyUnicode_WRITE(kind, dst, at + j, PyUnicode_READ(wk, src, j));
+        }
+        at += m;
+    }
+    return out;
+}
+
+/* SimHash of hashed tokens (one hash per token, repeats counted): simhash_of without hashing again. */
+static int simhash_hashes(const uint64_t *hashes, Py_ssize_t n, const IdfTable *idf, int tfidf, uint64_t *fp)
+{
+    Py_ssize_t distinct = 0;
+    size_t size = 16;
+    while (size < 2 * (size_t)n)
+        size <<= 1;
+    Slot *table = calloc(size, sizeof(Slot));
+    uint64_t *unique = malloc(sizeof(uint64_t) * (size_t)n + 1);
+    double *idfs = malloc(sizeof(double) * (size_t)n + 1);
+    int err = -1;
+    if (!table || !unique || !idfs) {
+        PyErr_NoMemory();
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t h = hashes[i];
+            size_t at = (size_t)(h >> 20) & (size - 1);
+            while (table[at].count && table[at].hash != h)
+                at = (at + 1) & (size - 1);
+            table[at].hash = h;
+            table[at].count++;
+        }
+        for (size_t i = 0; i < size; i++)
+            if (table[i].count)
+                table[distinct++] = table[i];
+        for (Py_ssize_t i = 0; i < distinct; i++)
+            unique[i] = table[i].hash;
+        idf_of(idf, unique, idfs, distinct);
+        *fp = simhash_bits(table, idfs, distinct, tfidf);
+        err = 0;
+    }
+    free(table);
+    free(unique);
+    free(idfs);
+    return err;
+}
+
+static int syn_table(PyObject *const *objs, int bucket_bits, PyObject *words, PyObject *canon, Py_buffer *views,
+                     SynTable *t)
+{
+    if (bucket_bits < 1 || bucket_bits > 30) {
+        PyErr_SetString(PyExc_ValueError, "bucket_bits must be 1..30");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(words);
+    static const char *const names[3] = {"keys", "starts", "canon_hashes"};
+    const Py_ssize_t buckets = (Py_ssize_t)1 << bucket_bits, itemsize[3] = {8, 8, 8}, min_items[3] = {n, buckets + 1, n};
+    if (PyList_GET_SIZE(canon) != n) {
+        PyErr_SetString(PyExc_ValueError, "words and canon differ in length");
+        return -1;
+    }
+    if (get_buffers(objs, views, 3, itemsize, min_items, names) < 0)
+        return -1;
+    *t = (SynTable){views[0].buf, views[2].buf, views[1].buf, bucket_bits, words, canon};
+    if (t->starts[0] < 0 || t->starts[buckets] > n) {
+        PyErr_SetString(PyExc_ValueError, "starts points past the end of words");
+        release_buffers(views, 3);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(canonical_simhash_doc,
+"canonical_simhash(tokens, keys, starts, bucket_bits, words, canon, canon_hashes, idf_keys, idf_values,\n"
+"                  idf_starts, idf_bucket_bits, median, tfidf) -> (int, str)\n\n"
+"(simhash_tokens(c), ''.join(c)) of c = canonical_tokens(tokens): one pass, each token hashed once\n"
+"(canon_hashes[i] is the hash of canon[i]).");
+
+static PyObject *canonical_simhash(PyObject *self, PyObject *args)
+{
+    PyObject *tokens, *words, *canon, *syn_objs[3], *idf_objs[3];
+    int syn_bits, idf_bits, tfidf;
+    double median;
+    if (!PyArg_ParseTuple(args, "O!OOiO!O!OOOOidp", &PyList_Type, &tokens, &syn_objs[0], &syn_objs[1], &syn_bits,
+                          &PyList_Type, &words, &PyList_Type, &canon, &syn_objs[2], &idf_objs[0], &idf_objs[1],
+                          &idf_objs[2], &idf_bits, &median, &tfidf))
+        return NULL;
+    Py_buffer syn_views[3], idf_views[3];
+    SynTable syn;
+    IdfTable idf;
+    if (syn_table(syn_objs, syn_bits, words, canon, syn_views, &syn) < 0)
+        return NULL;
+    if (idf_table(idf_objs, idf_bits, median, idf_views, &idf) < 0) {
+        release_buffers(syn_views, 3);
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    uint64_t *hashes = malloc(sizeof(uint64_t) * (size_t)n + 1);
+    PyObject **out = malloc(sizeof(PyObject *) * (size_t)n + 1), *result = NULL;
+    uint64_t fp = 0;
+    if (!hashes || !out) {
+        PyErr_NoMemory();
+    } else if (canonical_words(tokens, &syn, out, hashes) == 0 && simhash_hashes(hashes, n, &idf, tfidf, &fp) == 0) {
+        PyObject *text = joined(out, n);
+        result = text ? Py_BuildValue("KN", (unsigned long long)fp, text) : NULL;
+    }
+    free(hashes);
+    free(out);
+    release_buffers(syn_views, 3);
+    release_buffers(idf_views, 3);
+    return result;
+}
+
+/* Exact k-gram codes of 5-bit letters (seeds.py gram_codes, k <= 12); 0 when a code is over 31. */
+static int grams(const uint8_t *c, Py_ssize_t n, int k, uint64_t *out)
+{
+    uint64_t code = 0, mask = ((uint64_t)1 << (5 * k)) - 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (c[i] > 31)
+            return 0;
+        code = ((code << 5) | c[i]) & mask;
+        if (i >= k - 1)
+            out[i - k + 1] = code;
+    }
+    return 1;
+}
+
+typedef struct {
+    uint64_t *slots; /* gram code + 1 (0: empty) */
+    size_t mask;
+} GramSet;
+
+static int gram_set(GramSet *set, const uint64_t *g, Py_ssize_t n)
+{
+    size_t size = 16;
+    while (size < 2 * (size_t)n)
+        size <<= 1;
+    set->slots = calloc(size, sizeof(uint64_t));
+    set->mask = size - 1;
+    if (!set->slots)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        size_t at = (size_t)mix64(g[i]) & set->mask;
+        while (set->slots[at] && set->slots[at] != g[i] + 1)
+            at = (at + 1) & set->mask;
+        set->slots[at] = g[i] + 1;
+    }
+    return 0;
+}
+
+static int gram_in(const GramSet *set, uint64_t g)
+{
+    size_t at = (size_t)mix64(g) & set->mask;
+    while (set->slots[at]) {
+        if (set->slots[at] == g + 1)
+            return 1;
+        at = (at + 1) & set->mask;
+    }
+    return 0;
+}
+
+static int append_run(PyObject *out, Py_ssize_t s, Py_ssize_t e)
+{
+    PyObject *t = Py_BuildValue("(nn)", s, e);
+    int err = t ? PyList_Append(out, t) : -1;
+    Py_XDECREF(t);
+    return err;
+}
+
+/* matcher.py _covered + _runs: letters covered by the grams of g found in other, as [start, end) runs,
+ * gaps of <= merge_gap letters bridged, runs shorter than min_run dropped. mask: n_letters bytes. */
+static PyObject *covered_runs(const uint64_t *g, Py_ssize_t n_grams, Py_ssize_t n_letters, int k,
+                              const GramSet *other, Py_ssize_t merge_gap, Py_ssize_t min_run, uint8_t *mask)
+{
+    Py_ssize_t until = 0;
+    for (Py_ssize_t j = 0; j < n_letters; j++) {   /* letter j is covered by a present gram i, i <= j < i + k */
+        if (j < n_grams && gram_in(other, g[j]))
+            until = j + k;
+        mask[j] = j < until;
+    }
+    PyObject *out = PyList_New(0);
+    Py_ssize_t run_s = -1, run_e = -1;
+    for (Py_ssize_t j = 0; out && j < n_letters;) {
+        if (!mask[j]) {
+            j++;
+            continue;
+        }
+        Py_ssize_t s = j;
+        while (j < n_letters && mask[j])
+            j++;
+        if (run_s >= 0 && s - run_e <= merge_gap) {
+            run_e = j;
+            continue;
+        }
+        if (run_s >= 0 && run_e - run_s >= min_run && append_run(out, run_s, run_e) < 0)
+            Py_CLEAR(out);
+        run_s = s;
+        run_e = j;
+    }
+    if (out && run_s >= 0 && run_e - run_s >= min_run && append_run(out, run_s, run_e) < 0)
+        Py_CLEAR(out);
+    return out;
+}
+
+PyDoc_STRVAR(align_runs_doc,
+"align_runs(source_codes, suspect_codes, k, merge_gap, min_run) -> (list, list) | None\n\n"
+"matcher.align: the letter runs of each stream covered by k-grams the other stream also has, gaps of\n"
+"<= merge_gap bridged, runs under min_run dropped; None when a letter code is over 31.");
+
+static PyObject *align_runs(PyObject *self, PyObject *args)
+{
+    PyObject *objs[2];
+    int k;
+    Py_ssize_t merge_gap, min_run;
+    if (!PyArg_ParseTuple(args, "OOinn", &objs[0], &objs[1], &k, &merge_gap, &min_run))
+        return NULL;
+    if (k < 1 || k > 12) {
+        PyErr_SetString(PyExc_ValueError, "k must be 1..12");
+        return NULL;
+    }
+    Py_buffer v[2];
+    static const char *const names[2] = {"source_codes", "suspect_codes"};
+    const Py_ssize_t itemsize[2] = {1, 1}, min_items[2] = {0, 0};
+    if (get_buffers(objs, v, 2, itemsize, min_items, names) < 0)
+        return NULL;
+    Py_ssize_t n[2] = {v[0].len, v[1].len}, m[2] = {n[0] - k + 1, n[1] - k + 1};
+    if (m[0] <= 0 || m[1] <= 0) {
+        release_buffers(v, 2);
+        return Py_BuildValue("([],[])");
+    }
+    uint64_t *g[2] = {malloc(sizeof(uint64_t) * (size_t)m[0]), malloc(sizeof(uint64_t) * (size_t)m[1])};
+    uint8_t *mask = malloc((size_t)(n[0] > n[1] ? n[0] : n[1]) + 1);
+    GramSet set[2] = {{0}, {0}};
+    PyObject *result = NULL, *runs[2] = {NULL, NULL};
+    if (!g[0] || !g[1] || !mask) {
+        PyErr_NoMemory();
+    } else if (!grams(v[0].buf, n[0], k, g[0]) || !grams(v[1].buf, n[1], k, g[1])) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (gram_set(&set[0], g[0], m[0]) < 0 || gram_set(&set[1], g[1], m[1]) < 0) {
+        PyErr_NoMemory();
+    } else {
+        for (int side = 0; side < 2; side++)
+            runs[side] = covered_runs(g[side], m[side], n[side], k, &set[1 - side], merge_gap, min_run, mask);
+        if (runs[0] && runs[1])
+            result = PyTuple_Pack(2, runs[0], runs[1]);
+    }
+    Py_XDECREF(runs[0]);
+    Py_XDECREF(runs[1]);
+    free(set[0].slots);
+    free(set[1].slots);
+    free(g[0]);
+    free(g[1]);
+    free(mask);
+    release_buffers(v, 2);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"align_runs", align_runs, METH_VARARGS, align_runs_doc},
+    {"canonical_simhash", canonical_simhash, METH_VARARGS, canonical_simhash_doc},
     {"canonical_tokens", canonical_tokens, METH_VARARGS, canonical_tokens_doc},
     {"simhash_tokens", simhash_tokens, METH_VARARGS, simhash_tokens_doc},
     {"dna", dna, METH_VARARGS, dna_doc},

@@ -15,7 +15,7 @@ from fingerprint.cliparser import OneLineParser
 from fingerprint.cluster import SinglePass
 from fingerprint.compare import containment, minhash, shingle_jaccard, top_sentences_signature, winnowing_fingerprints
 from fingerprint.dna import DEFAULT_PARAMS, SEED_PARAMS, dna, dna_containment
-from fingerprint.document import fingerprint_text
+from fingerprint.document import fingerprint_text, keep_recent
 from fingerprint.exact import content_hash
 from fingerprint.matcher import CopyMatcher, compare_texts
 from fingerprint.neardup import MAX_K, DedupDoc, DedupEngine, NearDupParams, check_k, is_near_duplicate, sketch
@@ -197,8 +197,12 @@ def _dedup_row(doc_id: str, text: str, fields: tuple, args: argparse.Namespace, 
             "method": "simhash" if a.duplicate_of is not None else None}
 
 
+BATCH_RECENT_PAGES = 4096   # pages whose canonical letters a batch dedup keeps (~18 KB each): ~75 MB
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
     problems: list[str] = []
+    keep_recent(BATCH_RECENT_PAGES)
     engine = DedupEngine(NearDupParams(k=args.k))
     state = {"clusters": SinglePass(k=args.k), "exact": {}, "engine": engine}
     sketch_size = engine.params.sketch_size if args.method == "full" else 0

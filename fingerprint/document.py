@@ -12,7 +12,7 @@ from fingerprint.dna import DEFAULT_PARAMS, DnaParams, dna, letter_stream
 from fingerprint.exact import content_hash
 from fingerprint.normalize import normalize
 from fingerprint.seeds import smallest_seeds
-from fingerprint.simhash import simhash, simhash_tokens
+from fingerprint.simhash import canonical_simhash, simhash
 from fingerprint.tokens import Tokenizer, default_tokenizer
 from fingerprint.version import FINGERPRINT_VERSION, fingerprint_version
 
@@ -36,9 +36,9 @@ def fingerprint_text(text: str, weighting: str = "tfidf", tokenizer: Tokenizer |
     norm = normalize(text)
     on = synonyms.enabled()
     if on:
-        cut = synonyms.canonical_tokens((tokenizer or default_tokenizer()).cut(norm))
-        sh = simhash_tokens(cut, weighting, numpy_only="\x00" in norm)
-        sk = smallest_seeds(_remember(text, "".join(cut)).codes, sketch_size) if sketch_size else []
+        cut = (tokenizer or default_tokenizer()).cut(norm)
+        sh, canonical = canonical_simhash(cut, weighting, numpy_only="\x00" in norm)
+        sk = smallest_seeds(_remember(text, canonical).codes, sketch_size) if sketch_size else []
     else:
         sh = simhash(norm, weighting, tokenizer, normalized=True)
         sk = smallest_seeds(letter_stream(text)[0], sketch_size) if sketch_size else []
@@ -60,6 +60,16 @@ class CanonicalLetters:
 _RECENT: OrderedDict[str, CanonicalLetters] = OrderedDict()
 _RECENT_SIZE = 512   # pages (~18 KB each): a page's letters serve its sketch, then its passage checks
 _RECENT_LOCK = threading.Lock()
+
+
+def keep_recent(pages: int) -> None:
+    """Keep the canonical letters of the last `pages` pages (a batch dedup keeps more than a crawl process:
+    a page's passage check against one not kept cuts and canonicalises that page again)."""
+    global _RECENT_SIZE
+    with _RECENT_LOCK:
+        _RECENT_SIZE = max(1, pages)
+        while len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
 
 
 def _remember(text: str, canonical: str) -> CanonicalLetters:

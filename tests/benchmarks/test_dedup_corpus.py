@@ -37,3 +37,18 @@ def test_whole_process_dedup_benchmark_runs_both_codes_and_finds_the_same_output
     out = capsys.readouterr().out
     assert "output byte-identical: yes" in out
     assert "start-up" in out and "        40  " in out
+
+
+@pytest.mark.skipif(not NEWS_FILE.exists(), reason="shared data not found (set ZHDEDUP_DATA)")
+def test_page_fingerprint_benchmark_runs_both_codes(capsys):
+    import subprocess
+    from pathlib import Path
+
+    from benchmarks.bench_fingerprint import DEDUP_BASELINE, bench_page_fingerprint
+
+    root = Path(__file__).resolve().parents[2]
+    if subprocess.run(["git", "cat-file", "-e", f"{DEDUP_BASELINE}^{{commit}}"], cwd=root).returncode:
+        pytest.skip(f"baseline commit {DEDUP_BASELINE} not in this clone (shallow?)")
+    bench_page_fingerprint(12, rounds=2, baseline=DEDUP_BASELINE)
+    row = capsys.readouterr().out.strip().splitlines()[-1]
+    assert row.endswith(tuple("0123456789")) and "x" in row and "->" in row

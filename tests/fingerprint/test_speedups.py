@@ -8,7 +8,11 @@ from hypothesis import strategies as st
 
 from fingerprint import Tokenizer, dna, normalize, simhash, speedups
 from fingerprint.dna import SEED_PARAMS, DnaParams, letter_stream
+from fingerprint.document import fingerprint_text
+from fingerprint.matcher import MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
+from fingerprint.simhash import canonical_simhash
+from fingerprint.synonyms import canonical_map, kernel_table
 from fingerprint.tokens import BUCKET_BITS, idf_buckets
 
 KERNEL = speedups.KERNEL
@@ -63,7 +67,8 @@ def test_sketch_seeds_equal_numpy_on_real_texts(chapters, news):
     streams = [letter_stream(t["text"])[0] for t in chapters[:20] + news[:80]]
     streams += [s[:n] for s in streams[:10] for n in (0, 11, 12, 13, 23, 24, 25)]
     for codes in streams:
-        for size, k, w in ((8, 12, 12), (1, 12, 12), (40, 5, 3), (8, 12, 1), (3, 1, 30)):
+        for size, k, w in ((8, 12, 12), (16, 12, 12), (1, 12, 12), (40, 5, 3), (8, 12, 1), (3, 1, 30), (63, 12, 12),
+                           (64, 12, 12), (200, 3, 2)):  # under 64 values: kept sorted as they come; else sorted
             compiled, numpy_ = both(smallest_seeds, codes, size, k, w)
             assert compiled == numpy_, (size, k, w, len(codes))
 
@@ -74,6 +79,77 @@ def test_sketch_seeds_equal_numpy_on_any_stream(codes, size, k, w):
     """Ties (few distinct letters) and streams at or below the window size included."""
     arr = np.array(codes, dtype=np.uint8)
     assert len(set(map(tuple, both(smallest_seeds, arr, size, k, w)))) == 1
+
+
+def test_canonical_simhash_equals_the_reference_on_real_texts(chapters, news):
+    """One compiled pass == canonical_tokens, simhash_tokens (numpy) and a join, in simplified and traditional."""
+    tok = Tokenizer()
+    texts = [c["text"] for c in chapters[:20]] + [n["text"] for n in news[:100]]
+    texts += [t.translate(TRADITIONAL) for t in texts[:10]] + ["", "。", "abc é 𠀀 消息"]
+    for text in texts:
+        for weighting in ("tfidf", "tf"):
+            compiled, reference = both(canonical_simhash, tok.cut(normalize(text)), weighting)
+            assert compiled == reference, (weighting, text[:40])
+            assert type(compiled[0]) is int and compiled[1] == reference[1]
+
+
+TRADITIONAL = str.maketrans("消息时间国说话", "消息時間國說話")
+synonym_words = sorted(canonical_map())[:400] + sorted(set(canonical_map().values()))[:200]
+tokens = st.lists(st.one_of(st.sampled_from(synonym_words), st.text(max_size=4),
+                            st.sampled_from(["。", "的", "a", "é", "𠀀", "消息", "讯息", "1"])), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tokens, st.sampled_from(["tfidf", "tf"]))
+def test_canonical_simhash_equals_the_reference_on_any_tokens(cut, weighting):
+    """Any widths of str (ASCII, Latin-1, BMP, astral) joined into one str of the right kind."""
+    cut = [t for t in cut if "\x00" not in t]   # NUL never reaches a tokenizer's output (normalize drops it)
+    compiled, reference = both(canonical_simhash, cut, weighting)
+    assert compiled == reference
+
+
+def test_fingerprint_text_is_the_same_both_ways(news):
+    for n in news[:60]:
+        compiled, reference = both(fingerprint_text, n["text"], "tfidf", None, None, 16)
+        assert compiled == reference and compiled.sketch
+
+
+ALIGN_PARAMS = [MatchParams(), MatchParams(min_run=1, merge_gap=0), MatchParams(min_run=5, merge_gap=10)]
+
+
+def test_passage_alignment_equals_numpy_on_real_pairs(news):
+    """Copies (a story and its edited copy), overlapping round-ups and unrelated pages."""
+    texts = [n["text"] for n in news[:60]]
+    letters = [_Letters.of(t) for t in texts]
+    copies = [_Letters.of(t[:700] + "据了解，" + t[720:1500]) for t in texts[:20]]
+    pairs = list(zip(letters, letters[1:])) + list(zip(letters, copies)) + [(letters[0], _Letters.of(""))]
+    found = 0
+    for a, b in pairs:
+        for params in ALIGN_PARAMS:
+            compiled, numpy_ = both(align, a, b, params)
+            assert compiled == numpy_
+            found += bool(compiled[0])
+    assert found >= 20
+
+
+streams = st.lists(st.integers(1, 3), max_size=80).map(lambda c: np.array(c, dtype=np.uint8))
+
+
+@settings(max_examples=300, deadline=None)
+@given(streams, streams, st.integers(0, 6), st.integers(1, 12))
+def test_passage_alignment_equals_numpy_on_any_streams(a, b, gap, run):
+    """Few distinct letters: many shared grams, runs touching, streams shorter than a gram."""
+    params = MatchParams(min_run=run, merge_gap=gap)
+    la, lb = (_Letters(x, np.arange(len(x))) for x in (a, b))
+    compiled, numpy_ = both(align, la, lb, params)
+    assert compiled == numpy_
+
+
+@pytest.mark.skipif(KERNEL is None, reason="the kernels were not built")
+def test_alignment_kernel_leaves_codes_over_31_to_numpy():
+    codes = np.array([40, 1, 2, 3] * 10, dtype=np.uint8)
+    assert KERNEL.align_runs(codes, codes, 8, 3, 20) is None
+    assert align(_Letters(codes, np.arange(40)), _Letters(codes, np.arange(40)), MatchParams()) == ([(0, 40)], [(0, 40)])
 
 
 texts = st.text(st.one_of(st.sampled_from("天地玄黄宇宙洪荒日月盈昃辰宿列张。！？；…\n，的了是 ab1"),
@@ -114,3 +190,13 @@ def test_bad_arguments_raise_instead_of_reading_past_a_buffer():
         KERNEL.smallest_seeds(np.zeros(30, dtype=np.uint16), 8, 12, 12)
     with pytest.raises(ValueError):
         KERNEL.smallest_seeds(np.zeros(30, dtype=np.uint8), 8, 13, 12)
+    syn = list(kernel_table())
+    idf = (keys, values, starts, BUCKET_BITS, median, True)
+    with pytest.raises(TypeError, match="token 1 is int"):
+        KERNEL.canonical_simhash(["天", 7], *syn, *idf)
+    with pytest.raises(ValueError, match="canon_hashes"):
+        KERNEL.canonical_simhash(["天"], *syn[:5], syn[5][:10], *idf)
+    with pytest.raises(ValueError, match="differ in length"):
+        KERNEL.canonical_simhash(["天"], *syn[:4], syn[4][:10], syn[5], *idf)
+    with pytest.raises(ValueError, match="starts"):
+        KERNEL.canonical_simhash(["天"], syn[0], syn[1][:100], *syn[2:], *idf)
