@@ -7,7 +7,7 @@
 Generates a local site of --pages article pages (every --copy-every'th a near-duplicate of an earlier
 page: a few function words changed and an ad line added) plus list pages, serves it on 127.0.0.1, and
 runs per round, interleaved, on fresh stores:
-  plain     a bare Scrapy spider (this file's PlainSpider) calling trafilatura.extract on every page and
+  plain     a bare Scrapy spider (benchmarks/plain_spider.py) calling trafilatura.extract on every page and
             following the same links: the speed Scrapy itself reaches on this site;
   no-dedup  `scrapy crawl news` without FingerprintPipeline and DedupPipeline;
   full      `scrapy crawl news` with every pipeline on;
@@ -43,8 +43,8 @@ from html import escape
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import scrapy
-
+from benchmarks.crawl_clock import HitClock
+from benchmarks.plain_spider import PLAIN_SETTINGS
 from crawler.__main__ import scrapy_crawl
 from crawler.demo_site.content import BOOK, STORIES
 from crawler.demo_site.server import SiteServer, html
@@ -54,9 +54,7 @@ from pipelines._workers import process_cpu_seconds
 PER_LIST = 50
 EDITS = [("已经", "已"), ("就", "便"), ("的", "之"), ("可以", "可"), ("一些", "一点")]
 AD_LINE = "【推广】本站新用户注册即送会员，详情请咨询客服。"
-BASE = {"AUTOTHROTTLE_ENABLED": "0", "DOWNLOAD_DELAY": "0", "CONCURRENT_REQUESTS": "16",
-        "CONCURRENT_REQUESTS_PER_DOMAIN": "16", "ROBOTSTXT_OBEY": "0", "LOG_LEVEL": "WARNING",
-        "DEPTH_LIMIT": "0", "ZHDEDUP_INFRINGEMENT": "1"}
+BASE = {**PLAIN_SETTINGS, "ZHDEDUP_INFRINGEMENT": "1"}
 NO_DEDUP = {"pipelines.fingerprint.FingerprintPipeline": None, "pipelines.dedup.DedupPipeline": None}
 
 
@@ -175,47 +173,6 @@ def article_html(a: Article) -> str:
             f'<div class="footer">基准测试站点</div></body></html>')
 
 
-class PlainSpider(scrapy.Spider):
-    """The baseline: what a plain Scrapy spider does on this site -- trafilatura.extract on every page,
-    every same-host link followed (the product's spider follows the same links)."""
-
-    name = "plain"
-
-    def __init__(self, start_url: str = "", **kwargs):
-        super().__init__(**kwargs)
-        self.start_urls = start_url.split(",")
-        self.hosts = {urlsplit(u).netloc for u in self.start_urls}
-
-    def parse(self, response, **kwargs):
-        """Extract the article text, then follow the page's links on the same host."""
-        import trafilatura
-
-        text = trafilatura.extract(response.text, url=response.url)
-        if text:
-            yield {"url": response.url, "chars": len(text)}
-        for href in response.xpath("//a/@href").getall():
-            url = response.urljoin(href)
-            if urlsplit(url).netloc in self.hosts:
-                yield scrapy.Request(url, self.parse)
-
-
-def plain_crawl(start_url: str, report: str) -> int:
-    """Run PlainSpider in this process (called as `--plain URL REPORT` in a subprocess); write its numbers."""
-    from scrapy.crawler import CrawlerProcess
-
-    settings = {k: (int(v) if v.isdigit() else v) for k, v in BASE.items() if not k.startswith("ZHDEDUP")}
-    settings.update({"TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "WARNING"})
-    process = CrawlerProcess(settings, install_root_handler=False)
-    crawler = process.create_crawler(PlainSpider)
-    process.crawl(crawler, start_url=start_url)
-    process.start()
-    st = crawler.stats.get_stats()
-    Path(report).write_text(json.dumps({
-        "responses": st.get("response_received_count", 0), "elapsed_seconds": st.get("elapsed_time_seconds", 0),
-        "counts": {"stored": st.get("item_scraped_count", 0)}}), encoding="utf-8")
-    return 0
-
-
 def server_pids(var_dir: str) -> dict[str, int]:
     """Pids of the embedded servers (var/run/<name>.pid); none when MONGO_URI/REDIS_URL point elsewhere."""
     from storage import servers as srv
@@ -223,19 +180,21 @@ def server_pids(var_dir: str) -> dict[str, int]:
     return {n: i.pid for n in ("mongo", "redis") if (i := srv.info(var_dir, n)).running and i.pid}
 
 
-def run_plain(start_url: str, tmp: Path) -> dict:
-    """One crawl of the baseline spider in a subprocess; its report plus pages/s and CPU ms/page."""
+def run_plain(start_url: str, tmp: Path, clock: HitClock) -> dict:
+    """One crawl of the baseline spider in a subprocess; its report plus pages/s, CPU ms/page and its phases."""
     report = tmp / f"plain-{uuid.uuid4().hex[:6]}.json"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    clock.reset()
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_crawl", "--plain", start_url, str(report)],
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.plain_spider", start_url, str(report)],
                           capture_output=True, text=True, timeout=3600)
     wall = time.monotonic() - started
+    phases = clock.phases(started, started + wall)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0 or not report.exists():
         raise SystemExit(f"plain crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text(encoding="utf-8"))
-    data.update(wall_seconds=wall, fixed_seconds=wall - data["elapsed_seconds"])
+    data.update(wall_seconds=wall, fixed_seconds=wall - data["elapsed_seconds"], **phases)
     data["pages_per_s"] = data["responses"] / max(1e-9, data["elapsed_seconds"])
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])
@@ -243,10 +202,11 @@ def run_plain(start_url: str, tmp: Path) -> dict:
     return data
 
 
-def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, var_dir: str = "var",
-        extra: dict | None = None, cold: bool = False) -> dict:
-    """One crawl on a fresh store database (cold: on a fresh var/ whose servers the crawl itself starts);
-    its report plus pages/s, CPU per page, the command's wall clock and its fixed cost."""
+def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: HitClock, var_dir: str = "var",
+        extra: dict | None = None, cold: bool = False, root: str | None = None) -> dict:
+    """One crawl on a fresh store database (cold: on a fresh var/ whose servers the crawl itself starts),
+    of the code in root (default: this tree); its report plus pages/s, CPU per page, the command's wall
+    clock and its fixed cost (start -> first request, last response -> exit)."""
     report = tmp / f"{label}-{uuid.uuid4().hex[:6]}.json"
     settings = {**BASE, **(extra or {}), "ZHDEDUP_REPORT": str(report)}
     if pipelines is not None:
@@ -259,11 +219,13 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, var_dir: 
     pids = {} if cold else server_pids(var_dir)
     servers_before = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    clock.reset()
     started = time.monotonic()
     try:
-        proc = scrapy_crawl("news", {"start_urls": start_url, "sitemaps": "0"}, settings, env=env, timeout=3600)
+        proc = crawl_in(root, {"start_urls": start_url, "sitemaps": "0"}, settings, env)
     finally:
         wall = time.monotonic() - started
+        phases = clock.phases(started, started + wall)
         if cold:
             from storage import servers as srv
 
@@ -274,7 +236,7 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, var_dir: 
         raise SystemExit(f"{label} crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text(encoding="utf-8"))
     data["pages_per_s"] = data["responses"] / data["elapsed_seconds"]
-    data.update(wall_seconds=wall, fixed_seconds=wall - data["elapsed_seconds"])
+    data.update(wall_seconds=wall, fixed_seconds=wall - data["elapsed_seconds"], **phases)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu += data["counts"].get("workers/cpu_ms", 0) / 1000  # its worker processes (not waited for by this one)
     data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])  # crawler + workers, start-up included
@@ -283,6 +245,19 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, var_dir: 
     if not cold:
         drop_database(db)
     return data
+
+
+def crawl_in(root: str | None, args: dict[str, str], settings: dict[str, str],
+             env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`scrapy crawl news` as a subprocess, from this tree or from root (another checkout: before/after)."""
+    if root is None:
+        return scrapy_crawl("news", args, settings, env=env, timeout=3600)
+    full_env = {**os.environ, **env, "PYTHONPATH": root}
+    full_env["ZHDEDUP_VAR"] = str(Path(full_env.get("ZHDEDUP_VAR", "var")).resolve())
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "news"]
+    cmd += [x for k, v in args.items() for x in ("-a", f"{k}={v}")]
+    cmd += [x for k, v in settings.items() for x in ("-s", f"{k}={v}")]
+    return subprocess.run(cmd, cwd=root, env=full_env, capture_output=True, text=True, timeout=3600)
 
 
 def drop_database(db: str) -> None:
@@ -320,9 +295,10 @@ def line(r: int, label: str, data: dict) -> str:
     """One round's result, readably."""
     c = data["counts"]
     servers = ", ".join(f"{n} {ms:4.1f}" for n, ms in data["server_ms_per_page"].items())
-    return (f"round {r + 1} {label:<9} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
+    return (f"round {r + 1} {label:<16} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
             f"= {data['pages_per_s']:6.1f} pages/s, wall {data['wall_seconds']:5.1f} s (fixed "
-            f"{data['fixed_seconds']:4.1f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up)"
+            f"{data['fixed_seconds']:4.1f} s: to first request {data['to_first_request']:4.2f} s, after last response "
+            f"{data['after_last_response']:4.2f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up)"
             f"{'; servers ' + servers if servers else ''}; stored {c.get('stored', 0)}, exact dups "
             f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}, "
             f"deferred {c.get('deferred', 0)}")
@@ -342,8 +318,16 @@ def summary(results: dict[str, list[dict]]) -> dict[str, dict]:
         out[label] = {"pages_per_s": statistics.median(speeds), "min": min(speeds), "max": max(speeds),
                       "wall": _spread([d["wall_seconds"] for d in runs]),
                       "fixed": _spread([d["fixed_seconds"] for d in runs]),
+                      "first": _spread([d["to_first_request"] for d in runs]),
+                      "tail": _spread([d["after_last_response"] for d in runs]),
+                      "ends": _spread([d["to_first_request"] + d["after_last_response"] for d in runs]),
                       "cpu": statistics.median(d["cpu_ms_per_page"] for d in runs), "servers": servers}
     return out
+
+
+def _fmt(spread: dict[str, float]) -> str:
+    """A median with its range, in seconds."""
+    return f"{spread['median']:.2f} s [{spread['min']:.2f}-{spread['max']:.2f}]"
 
 
 def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Namespace) -> None:
@@ -355,9 +339,10 @@ def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Na
           f"their original) + list pages; {os.cpu_count()} CPUs; medians of {args.repeat} rounds [min-max]")
     for label, a in agg.items():
         w, f = a["wall"], a["fixed"]
-        print(f"{label:<9} {a['pages_per_s']:6.1f} pages/s [{a['min']:.1f}-{a['max']:.1f}], wall {w['median']:5.1f} s "
+        print(f"{label:<16} {a['pages_per_s']:6.1f} pages/s [{a['min']:.1f}-{a['max']:.1f}], wall {w['median']:5.1f} s "
               f"[{w['min']:.1f}-{w['max']:.1f}], fixed {f['median']:4.1f} s [{f['min']:.1f}-{f['max']:.1f}], "
-              f"CPU ms/page: crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}")
+              f"CPU ms/page: crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}\n{'':<16} start -> first request "
+              f"{_fmt(a['first'])}, last response -> exit {_fmt(a['tail'])}, both {_fmt(a['ends'])}")
     if "plain" not in agg:
         return
     plain = agg["plain"]
@@ -371,8 +356,6 @@ def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Na
 
 def main(argv: list[str] | None = None) -> int:
     """Generate, serve, crawl (plain, no-dedup, full, full-cold) per round, print medians and the ratios."""
-    if argv is None and sys.argv[1:2] == ["--plain"]:
-        return plain_crawl(sys.argv[2], sys.argv[3])
     ap, args = parse_args(argv)
     labels = [x.strip() for x in args.only.split(",") if x.strip()]
     if not labels or set(labels) - set(RUNS):
@@ -385,10 +368,15 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--variant {spec!r}: expected a new LABEL:NAME=VALUE[,NAME=VALUE...]")
         variants[label] = {**extra, **dict(kv.split("=", 1) for kv in pairs.split(",") if kv)}
     labels += list(variants)
+    trees = dict(spec.partition(":")[::2] for spec in args.tree)
+    if not all(trees.values()) or not all(Path(t, "crawler").is_dir() for t in trees.values()):
+        ap.error("--tree takes LABEL:PATH of another checkout of this project")
+    labels += [f"{x}@{t}" for t in trees for x in labels if x.startswith("full")]
     stories = corpus_stories(args.corpus) if args.stories else None
     pages = make_articles(args.pages, sentence_pool(args.corpus), copy_every=args.copy_every, stories=stories,
                           sites=args.sites, dates=args.dates)
-    server = SiteServer(build_sites(pages, args.sites, newest_first=args.dates)).start()
+    clock = HitClock()
+    server = SiteServer(clock.wrap(build_sites(pages, args.sites, newest_first=args.dates))).start()
     start = ",".join(server.base(name) + "/" for name in server.servers)
     from crawler.settings import ITEM_PIPELINES
 
@@ -400,11 +388,12 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
             for r in range(args.repeat):
                 for label in labels:
+                    base, _, tree = label.partition("@")
                     if label == "plain":
-                        data = run_plain(start, Path(tmp))
+                        data = run_plain(start, Path(tmp), clock)
                     else:
-                        data = run(label, start, pipelines.get(label), Path(tmp), var_dir,
-                                   variants.get(label, extra), cold=label == "full-cold")
+                        data = run(label, start, pipelines.get(base), Path(tmp), clock, var_dir,
+                                   variants.get(base, extra), cold=base == "full-cold", root=trees.get(tree))
                     results[label].append(data)
                     print(line(r, label, data), flush=True)
     finally:
@@ -434,6 +423,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argpars
                     help="extra Scrapy setting for the product crawls (repeatable)")
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL:NAME=VALUE[,NAME=VALUE...]",
                     help="one more full crawl per round with these settings (repeatable), e.g. to compare levers")
+    ap.add_argument("--tree", action="append", default=[], metavar="LABEL:PATH",
+                    help="the product runs again from another checkout, interleaved (e.g. before:/path/to/main)")
     args = ap.parse_args(argv)
     if args.stories and not args.corpus:
         ap.error("--stories needs --corpus")

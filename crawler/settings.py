@@ -99,6 +99,9 @@ from pipelines.settings import *  # noqa: E402,F401,F403
 SPIDER_MIDDLEWARES = {"scrapy.spidermiddlewares.depth.DepthMiddleware": None,
                       "crawler.middlewares.RecordedDepthMiddleware": 900}
 EXTENSIONS = {
+    "crawler.early_start.EarlyStart": -100,   # first: store and worker processes start in the background
+    "scrapy.extensions.remote_control.RemoteControl": None,   # imports aiohttp even when off: ours only if on
+    "crawler.early_start.RemoteControl": 0,
     "crawler.outcomes.OutcomeRecorder": 490,   # one outcome per URL, per run, in the store
     "crawler.extensions.CrawlSummary": 500,
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error

@@ -128,18 +128,23 @@ class WorkerPool:
         self.stats = stats
         self.executor: ProcessPoolExecutor | None = None
         self.broken = False
+        self.warmed: set[Callable[[], None]] = set()
+        self.lock = threading.Lock()   # started from the early-start thread and from open_spider
 
     def start(self, warm_up: Callable[[], None]) -> None:
-        """Start the processes (if not yet) and run warm_up in each, before the first page arrives."""
+        """Start the processes (if not yet) and run warm_up in each (once per warm_up), before the first
+        page arrives."""
         if self.broken or self.size <= 0:
             return
-        if self.executor is None:  # not fork: the crawler's store threads may hold locks a fork would copy
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-            self.executor = ProcessPoolExecutor(max_workers=self.size, mp_context=context,
-                                                initializer=watch_crawler, initargs=(os.getpid(),))
-        for _ in range(self.size):
-            self.executor.submit(warm_up)
+        with self.lock:
+            if warm_up in self.warmed:
+                return
+            self.warmed.add(warm_up)
+            if self.executor is None:  # not fork: the crawler's store threads may hold locks a fork would copy
+                self.executor = ProcessPoolExecutor(max_workers=self.size, mp_context=_context(),
+                                                    initializer=watch_crawler, initargs=(os.getpid(),))
+            for _ in range(self.size):
+                self.executor.submit(warm_up)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """fn(*args) in a worker process, or here when there is no (working) pool."""
@@ -156,12 +161,24 @@ class WorkerPool:
 
     def close(self, spider: Any = None) -> None:
         """Stop the worker processes."""
-        if self.executor is not None:
-            cpu = sum(process_cpu_seconds(pid) for pid in list(self.executor._processes or {}))
+        with self.lock:
+            executor, self.executor = self.executor, None
+            self.warmed.clear()
+        if executor is not None:
+            cpu = sum(process_cpu_seconds(pid) for pid in list(executor._processes or {}))
             if self.stats is not None:
                 self.stats.inc_value(st.WORKERS_CPU_MS, round(cpu * 1000))
-            self.executor.shutdown(wait=True, cancel_futures=True)
-            self.executor = None
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _context() -> Any:
+    """forkserver where there is one (else spawn), its server preloading only the workers' own module: by
+    default it would import the crawler's __main__ (Scrapy's command line) before forking the first worker."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["pipelines._worker_tasks"])
+    return context
 
 
 def pool_for(crawler: Any) -> WorkerPool:

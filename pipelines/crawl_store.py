@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
 from scrapy import signals
@@ -11,20 +12,67 @@ from scrapy import signals
 from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats
 from pipelines.errors import CrawlCannotStart
-from pipelines.params import dedup_params
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 _ATTR = "_zhdedup_store"
+_OPENING = "_zhdedup_store_opening"
 
 
 def store_for(crawler) -> Any:
-    """The crawler's Store, opened on the first call (config: env + the ZHDEDUP_STORE setting)."""
+    """The crawler's Store, opened on the first call (config: env + the ZHDEDUP_STORE setting), or the one
+    open_early is opening (waited for)."""
     holder = getattr(crawler, _ATTR, None)
     if holder is None:
-        holder = _StoreHolder(crawler)
+        opening = getattr(crawler, _OPENING, None)
+        if opening is not None:
+            delattr(crawler, _OPENING)
+        holder = _StoreHolder(crawler, opening.future if opening is not None else None)
         setattr(crawler, _ATTR, holder)
     return holder.store
+
+
+def open_early(crawler) -> None:
+    """Open the crawler's store in a background thread (embedded servers started, indexes, spool replay)
+    while Scrapy builds its engine; the first store_for takes it, waiting if need be. Signals are connected
+    by that store_for, as without this, so the close order stays the same."""
+    if getattr(crawler, _ATTR, None) is None and getattr(crawler, _OPENING, None) is None:
+        setattr(crawler, _OPENING, _Opening(crawler))
+
+
+def store_config(crawler) -> Any:
+    """The StoreConfig of this crawler's store: env, the ZHDEDUP_STORE setting and the dedup settings."""
+    from pipelines.params import dedup_params
+    from storage import StoreConfig
+
+    overrides = dict(crawler.settings.getdict("ZHDEDUP_STORE"))
+    params = dedup_params(crawler.settings)
+    overrides["simhash_k"] = params.k       # the index layout serves exactly this k
+    overrides["dedup_params"] = params      # a deferred decision is replayed with these
+    overrides["trace_decisions"] = crawler.settings.getbool("ZHDEDUP_TRACE_DECISIONS",
+                                                            defaults.ZHDEDUP_TRACE_DECISIONS)
+    return StoreConfig.from_env(**overrides)
+
+
+class _Opening:
+    """A store being opened in a background thread; closed when the engine stops if nobody took it."""
+
+    def __init__(self, crawler) -> None:
+        self.future: Future = Future()
+        threading.Thread(target=self._open, args=(crawler,), name="zhdedup-store-open", daemon=True).start()
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+
+    def _open(self, crawler) -> None:
+        from storage import open_store
+
+        try:
+            self.future.set_result(open_store(store_config(crawler)))
+        except BaseException as exc:  # handed to whoever takes the store (store_for raises it there)
+            self.future.set_exception(exc)
+
+    def engine_stopped(self) -> None:
+        """Close the store if no pipeline or extension took it (once it is open)."""
+        self.future.add_done_callback(lambda f: f.exception() is None and f.result().close())
 
 
 def _holder(crawler) -> "_StoreHolder":
@@ -112,18 +160,12 @@ def stat_counts(crawler) -> dict[str, Any]:
 class _StoreHolder:
     """Owns the store of one crawler and its lifecycle (start_run on open, finish_run and close on close)."""
 
-    def __init__(self, crawler) -> None:
-        from storage import StorageError, StoreConfig, open_store
+    def __init__(self, crawler, opening: Future | None = None) -> None:
+        from storage import StorageError, open_store
 
         self.crawler = crawler
-        overrides = dict(crawler.settings.getdict("ZHDEDUP_STORE"))
-        params = dedup_params(crawler.settings)
-        overrides["simhash_k"] = params.k       # the index layout serves exactly this k
-        overrides["dedup_params"] = params      # a deferred decision is replayed with these
-        overrides["trace_decisions"] = crawler.settings.getbool("ZHDEDUP_TRACE_DECISIONS",
-                                                                defaults.ZHDEDUP_TRACE_DECISIONS)
         try:
-            self.store = open_store(StoreConfig.from_env(**overrides))
+            self.store = opening.result() if opening is not None else open_store(store_config(crawler))
         except StorageError as exc:
             # One clear message naming the server or path and the fix (the command line makes it exit 2).
             # Nothing has been fetched or written yet, so stopping here loses nothing.

@@ -10,29 +10,14 @@ from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 
-from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
+from extract.article import MAX_BYTES, MIN_CHARS
 from extract.template import HeldTemplates, SiteTemplates
 from pipelines import settings as defaults   # every pipeline setting's default, declared once
+from pipelines._worker_tasks import FIELDS, article_fields  # noqa: F401 (FIELDS: kept importable from here)
+from pipelines._worker_tasks import warm_up_extract as _warm_up
 from pipelines._workers import WorkerPool, pool_for, worker_count
 from pipelines.drops import SkippedItem
 from pipelines.stats import TEMPLATE_STRIPPED
-
-FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
-          ("language", "language"), ("encoding", "encoding"), ("original_title", "original_title"),
-          ("source", "source"), ("editor", "editor"), ("rights", "rights"),
-          ("extract_version", "version"))
-
-
-def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | None, min_chars: int, fast: bool,
-                   max_bytes: int) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
-    """(item fields, None) or (None, (reason, message)): plain values, so a worker process can return them."""
-    try:
-        result = extract(body, url=url, headers=headers, profile=profile, min_chars=min_chars, fast=fast,
-                         max_bytes=max_bytes)
-    except NotArticle as exc:
-        return None, (exc.reason, exc.message)
-    return {field: getattr(result, attr) for field, attr in FIELDS}, None
-
 
 def crawl_drained(crawler: Any) -> Callable[[], bool]:
     """Whether the crawl can bring no more pages: start requests all read, nothing scheduled, downloading or
@@ -51,12 +36,6 @@ def crawl_drained(crawler: Any) -> Callable[[], bool]:
             return False
         return not scheduler.has_pending_requests()
     return drained
-
-
-def _warm_up() -> None:
-    """Import trafilatura and htmldate in a worker before the first page arrives."""
-    article_fields(b"<html><body><p>" + "预热。".encode() * 40 + b"</p></body></html>", "", None, None,
-                   MIN_CHARS, False, MAX_BYTES)
 
 
 class ExtractPipeline:

@@ -7,25 +7,12 @@ from typing import Any
 from itemadapter import ItemAdapter
 
 from pipelines import stats
+from pipelines._worker_tasks import compute
+from pipelines._worker_tasks import warm_up_fingerprint as _warm_up
 from pipelines._workers import WorkerPool, pool_for, worker_count
 from pipelines.drops import SkippedItem
 
 logger = logging.getLogger(__name__)
-
-
-def compute(text: str) -> dict[str, Any]:
-    """Fingerprints of one text as plain item fields (module-level so worker processes can run it)."""
-    from fingerprint import fingerprint_text
-    from fingerprint.neardup import NearDupParams
-
-    fp = fingerprint_text(text, sketch_size=NearDupParams.sketch_size)
-    return {"simhash": int(fp.simhash), "content_hash": fp.content_hash, "dna": list(fp.dna),
-            "sketch": list(fp.sketch), "fp_version": fp.version, "length": fp.length}
-
-
-def _warm_up() -> None:
-    """Load the tokenizer and tables in a worker before the first page arrives."""
-    compute("预热分词器。")
 
 
 class FingerprintPipeline:

@@ -53,8 +53,9 @@ class Store(MaintenanceStore, StampStore):
 def resolve_servers(config: StoreConfig) -> tuple[str, str, dict[str, bool]]:
     """URIs to use: configured ones, else the embedded servers under var/ (started if needed)."""
     embedded = {"mongo": not config.mongo_uri, "redis": not config.redis_url}
-    redis_url = config.redis_url or srv.ensure(config.var_path, "redis").uri
-    mongo_uri = config.mongo_uri or srv.ensure(config.var_path, "mongo").uri
+    started = srv.ensure_all(config.var_path) if all(embedded.values()) else {}
+    redis_url = config.redis_url or (started.get("redis") or srv.ensure(config.var_path, "redis")).uri
+    mongo_uri = config.mongo_uri or (started.get("mongo") or srv.ensure(config.var_path, "mongo")).uri
     return mongo_uri, redis_url, embedded
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import logging
 import sys
 from typing import Any
@@ -85,6 +86,26 @@ def catch_cannot_start(crawl: Deferred | asyncio.Future) -> list[CrawlCannotStar
     return caught
 
 
+def skip_pymongo_exit_join() -> None:
+    """pymongo's exit hook joins every client's monitor threads, each asleep for up to 0.5 s between checks:
+    after a crawl, whose clients are closed, that was up to a second of nothing before the process ended.
+    Its threads are daemon threads, which end with the process anyway. Only for the command's own process."""
+    try:
+        from pymongo.synchronous import monitor
+    except ImportError:
+        return
+    atexit.unregister(getattr(monitor, "_shutdown_resources", None))
+
+
+def fast_exit() -> None:
+    """The crawl is over (items flushed, store closed): let the process end without pymongo's wait and
+    without the interpreter's last garbage collection of the crawl's objects (0.2-0.5 s on a busy machine)."""
+    import gc
+
+    skip_pymongo_exit_join()
+    gc.freeze()
+
+
 class Command(ScrapyCrawl):
     """Scrapy's crawl command with spider arguments checked up front and a failing exit code."""
 
@@ -122,6 +143,7 @@ class Command(ScrapyCrawl):
         crawler = self._create_crawler(args[0])
         cannot_start = catch_cannot_start(self.crawler_process.crawl(crawler, **opts.spargs))
         self.crawler_process.start()
+        fast_exit()
         if cannot_start:
             self.exitcode = USAGE_EXIT
             return

@@ -1,0 +1,44 @@
+"""The functions the worker processes run, in a module that imports neither Scrapy nor itemadapter: a worker
+imports only this (and what each function needs), so it is ready sooner after the crawl starts."""
+from __future__ import annotations
+
+from typing import Any
+
+from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
+
+FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
+          ("language", "language"), ("encoding", "encoding"), ("original_title", "original_title"),
+          ("source", "source"), ("editor", "editor"), ("rights", "rights"),
+          ("extract_version", "version"))
+
+
+def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | None, min_chars: int, fast: bool,
+                   max_bytes: int) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """(item fields, None) or (None, (reason, message)): plain values, so a worker process can return them."""
+    try:
+        result = extract(body, url=url, headers=headers, profile=profile, min_chars=min_chars, fast=fast,
+                         max_bytes=max_bytes)
+    except NotArticle as exc:
+        return None, (exc.reason, exc.message)
+    return {field: getattr(result, attr) for field, attr in FIELDS}, None
+
+
+def warm_up_extract() -> None:
+    """Import trafilatura and htmldate in a worker before the first page arrives."""
+    article_fields(b"<html><body><p>" + "预热。".encode() * 40 + b"</p></body></html>", "", None, None,
+                   MIN_CHARS, False, MAX_BYTES)
+
+
+def compute(text: str) -> dict[str, Any]:
+    """Fingerprints of one text as plain item fields (module-level so worker processes can run it)."""
+    from fingerprint import fingerprint_text
+    from fingerprint.neardup import NearDupParams
+
+    fp = fingerprint_text(text, sketch_size=NearDupParams.sketch_size)
+    return {"simhash": int(fp.simhash), "content_hash": fp.content_hash, "dna": list(fp.dna),
+            "sketch": list(fp.sketch), "fp_version": fp.version, "length": fp.length}
+
+
+def warm_up_fingerprint() -> None:
+    """Load the tokenizer and tables in a worker before the first page arrives."""
+    compute("预热分词器。")

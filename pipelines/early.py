@@ -1,0 +1,47 @@
+"""The pipelines' slow starts begun early, in the background: the store (embedded servers, indexes, spool
+replay) and the worker processes, called by crawler.early_start.EarlyStart before Scrapy builds the rest of
+the crawl. Settings a pipeline would refuse (CrawlCannotStart) start nothing here, so a bad setting still
+ends the crawl before any server starts; the pipeline reports it as before."""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from pipelines._worker_tasks import warm_up_extract, warm_up_fingerprint
+from pipelines._workers import WorkerPool, pool_for, worker_count
+from pipelines.crawl_store import open_early
+from pipelines.errors import CrawlCannotStart
+from pipelines.params import dedup_params
+
+logger = logging.getLogger(__name__)
+STORE_PIPELINES = ("pipelines.dedup.DedupPipeline", "pipelines.store.StorePipeline",
+                   "pipelines.infringement.InfringementPipeline")
+WORKER_PIPELINES: dict[str, tuple[str, Callable[[], None]]] = {
+    "pipelines.extract.ExtractPipeline": ("ZHDEDUP_EXTRACT_WORKERS", warm_up_extract),
+    "pipelines.fingerprint.FingerprintPipeline": ("ZHDEDUP_FINGERPRINT_WORKERS", warm_up_fingerprint)}
+
+
+def start_early(crawler: Any, pipelines: set[str]) -> None:
+    """Open the store (when one of `pipelines` uses it) and start the worker processes (for those that use
+    them), both in background threads; nothing when a setting they read is bad."""
+    try:
+        dedup_params(crawler.settings)
+        warm_ups = [warm_up for path, (name, warm_up) in WORKER_PIPELINES.items()
+                    if path in pipelines and worker_count(crawler.settings, name) > 0]
+    except CrawlCannotStart:
+        return
+    if pipelines.intersection(STORE_PIPELINES):
+        open_early(crawler)
+    if warm_ups:
+        threading.Thread(target=_warm, args=(pool_for(crawler), warm_ups), name="zhdedup-workers-start",
+                         daemon=True).start()
+
+
+def _warm(pool: WorkerPool, warm_ups: list[Callable[[], None]]) -> None:
+    """Start the pool's processes with each warm-up (the pipelines' own start then finds them started)."""
+    try:
+        for warm_up in warm_ups:
+            pool.start(warm_up)
+    except Exception as exc:  # only a head start: the pipelines start the pool themselves
+        logger.debug("early start of the worker processes failed: %s", exc)

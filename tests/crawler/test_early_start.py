@@ -1,0 +1,84 @@
+"""The store and the worker processes start in the background as the crawl starts (issue 28: a crawl's
+fixed cost): the store opened early is the one every pipeline gets, closed with the spider as before; one
+nobody takes is closed when the engine stops; a bad setting starts nothing. Real servers (the session's)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pymongo.errors import InvalidOperation
+from scrapy import Spider, signals
+from scrapy.utils.test import get_crawler
+
+from crawler.early_start import EarlyStart, enabled_pipelines
+from crawler.settings import ITEM_PIPELINES
+from pipelines.crawl_store import open_early, store_for
+
+
+@pytest.fixture
+def store_env(servers, tmp_path, monkeypatch) -> Any:
+    """The session servers and a fresh database, as a crawl reads them from the environment."""
+    config = servers.config(var_dir=str(tmp_path / "var"))
+    for name, value in {"MONGO_URI": config.mongo_uri, "REDIS_URL": config.redis_url, "ZHDEDUP_DB": config.db_name,
+                        "ZHDEDUP_PREFIX": config.key_prefix, "ZHDEDUP_VAR": config.var_dir}.items():
+        monkeypatch.setenv(name, value)
+    return config
+
+
+def is_closed(store: Any) -> bool:
+    """Whether the store's MongoDB client was closed (pymongo refuses any use after close)."""
+    try:
+        store.mongo.admin.command("ping")
+    except InvalidOperation:
+        return True
+    return False
+
+
+def test_the_store_opened_early_is_the_one_the_pipelines_get_and_it_closes_with_the_spider(store_env):
+    crawler = get_crawler(Spider, settings_dict={"ITEM_PIPELINES": ITEM_PIPELINES})
+    EarlyStart.from_crawler(crawler)
+    opening = crawler._zhdedup_store_opening
+    store = store_for(crawler)
+    assert store is opening.future.result() and store_for(crawler) is store
+    assert not hasattr(crawler, "_zhdedup_store_opening")
+    spider = Spider("early")
+    crawler.signals.send_catch_log(signals.spider_opened, spider=spider)
+    crawler.signals.send_catch_log(signals.spider_closed, spider=spider, reason="finished")
+    assert is_closed(store)
+    store_for(crawler).drop_all()   # a store opened again on demand, as before: the test's database goes
+    crawler.signals.send_catch_log(signals.spider_closed, spider=spider, reason="finished")
+
+
+def test_a_store_opened_early_that_nobody_takes_is_closed_when_the_engine_stops(store_env):
+    crawler = get_crawler(Spider, settings_dict={"ITEM_PIPELINES": ITEM_PIPELINES})
+    open_early(crawler)
+    future = crawler._zhdedup_store_opening.future
+    store = future.result(timeout=60)
+    assert not is_closed(store)
+    crawler.signals.send_catch_log(signals.engine_stopped)
+    assert is_closed(store)
+
+
+@pytest.mark.parametrize("setting", ["ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_SIMHASH_K"])
+def test_a_bad_setting_starts_nothing_early(store_env, setting):
+    crawler = get_crawler(Spider, settings_dict={"ITEM_PIPELINES": ITEM_PIPELINES, setting: "many"})
+    EarlyStart.from_crawler(crawler)
+    assert not hasattr(crawler, "_zhdedup_store_opening") and not hasattr(crawler, "_zhdedup_workers")
+
+
+def test_only_a_crawl_whose_pipelines_use_the_store_opens_it_early(store_env):
+    extract_only = {"pipelines.extract.ExtractPipeline": 100}
+    crawler = get_crawler(Spider, settings_dict={"ITEM_PIPELINES": extract_only, "ZHDEDUP_EXTRACT_WORKERS": "0"})
+    assert enabled_pipelines(crawler.settings) == {"pipelines.extract.ExtractPipeline"}
+    EarlyStart.from_crawler(crawler)
+    assert not hasattr(crawler, "_zhdedup_store_opening")
+
+
+def test_the_worker_processes_module_imports_neither_scrapy_nor_itemadapter():
+    import subprocess
+    import sys
+
+    code = ("import sys, pipelines._worker_tasks; "
+            "print(sorted(m for m in ('scrapy', 'itemadapter', 'twisted') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
