@@ -30,11 +30,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400),
 # an undated original still deciding; seeds 1337, 1339 and 1387 since the fixes named in their tests; 1341
 # (embedded, redis_wipe: a page another crawler decided was decided again by a spooled check) and 1407 (cluster,
 # redis_wipe: the scheduler's cluster client made while a node restarted) since theirs (test_write_order.py,
-# test_scaleout_redis_outage.py). Still open (issue 31): 712 (stale, none), 1158 (redis, crawler_kill) and 1307
-# (cluster, redis_wipe) each failed once in a 100-seed sweep and held on replay; 1592 (stale, none, two crawlers)
-# too, read from its trail: a page that displaced another found by SimHash never runs its passage step, so an
-# earlier-published passage relative of the story stays kept beside it. Replay with --seed N --kind K --fault F
-# (the harness sets ZHDEDUP_TRACE_DECISIONS: a failing run's kept logs carry every verdict).
+# test_scaleout_redis_outage.py); 1592 (stale, none, two crawlers: a page that stood without its passage step kept
+# an earlier-claimed relative beside it) and 1715 (cluster, redis_wipe: a page saved undecided taken for decided by
+# an entry of its own check cut short) since theirs (test_write_order.py, test_neardup.py). Still open (issue 31):
+# 712 (stale, none), 1158 (redis, crawler_kill) and 1307 (cluster, redis_wipe) each failed once in a 100-seed sweep
+# and held on replay; 1307 has 1715's shape. Replay with --seed N --kind K --fault F (the harness sets
+# ZHDEDUP_TRACE_DECISIONS: a failing run's kept logs carry every verdict).
 CASES = [
     (10, "embedded", "crawler_kill"),   # SIGKILLed after 9 stored pages; worker process
     (8, "embedded", "early_kill"),      # SIGKILLed 0.6 s in, while it starts the embedded servers
