@@ -130,6 +130,7 @@ class WorkerPool:
         self.broken = False
         self.warmed: set[Callable[[], None]] = set()
         self.lock = threading.Lock()   # started from the early-start thread and from open_spider
+        self.closed = False   # closed once: a start still on its way (early start) starts nothing
 
     def start(self, warm_up: Callable[[], None]) -> None:
         """Start the processes (if not yet) and run warm_up in each (once per warm_up), before the first
@@ -137,7 +138,7 @@ class WorkerPool:
         if self.broken or self.size <= 0:
             return
         with self.lock:
-            if warm_up in self.warmed:
+            if warm_up in self.warmed or self.closed:
                 return
             self.warmed.add(warm_up)
             if self.executor is None:  # not fork: the crawler's store threads may hold locks a fork would copy
@@ -160,8 +161,10 @@ class WorkerPool:
             return fn(*args)
 
     def close(self, spider: Any = None) -> None:
-        """Stop the worker processes."""
+        """Stop the worker processes, waiting for them (a process still starting when the crawler exits
+        reads its state from a parent gone: a traceback on the console)."""
         with self.lock:
+            self.closed = True
             executor, self.executor = self.executor, None
             self.warmed.clear()
         if executor is not None:
@@ -179,6 +182,11 @@ def _context() -> Any:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["pipelines._worker_tasks"])
     return context
+
+
+def pool_of(crawler: Any) -> WorkerPool | None:
+    """The crawler's pool if one was made."""
+    return getattr(crawler, _ATTR, None)
 
 
 def pool_for(crawler: Any) -> WorkerPool:

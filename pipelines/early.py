@@ -9,7 +9,7 @@ import threading
 from typing import Any, Callable
 
 from pipelines._worker_tasks import warm_up_extract, warm_up_fingerprint
-from pipelines._workers import WorkerPool, pool_for, worker_count
+from pipelines._workers import WorkerPool, pool_for, pool_of, worker_count
 from pipelines.crawl_store import open_early
 from pipelines.errors import CrawlCannotStart
 from pipelines.params import dedup_params
@@ -45,3 +45,12 @@ def _warm(pool: WorkerPool, warm_ups: list[Callable[[], None]]) -> None:
             pool.start(warm_up)
     except Exception as exc:  # only a head start: the pipelines start the pool themselves
         logger.debug("early start of the worker processes failed: %s", exc)
+
+
+def stop_workers(crawler: Any) -> None:
+    """Stop the crawler's worker processes, if it has any, once the crawl is over however it ended: a crawl
+    that could not start sends no spider_closed, and a worker still starting when the process exits prints a
+    traceback (its parent's state gone)."""
+    pool = pool_of(crawler)
+    if pool is not None:
+        pool.close()

@@ -143,6 +143,9 @@ class Command(ScrapyCrawl):
         crawler = self._create_crawler(args[0])
         cannot_start = catch_cannot_start(self.crawler_process.crawl(crawler, **opts.spargs))
         self.crawler_process.start()
+        from pipelines.early import stop_workers   # here: the command's start-up stays light
+
+        stop_workers(crawler)
         fast_exit()
         if cannot_start:
             self.exitcode = USAGE_EXIT

@@ -82,3 +82,26 @@ def test_the_worker_processes_module_imports_neither_scrapy_nor_itemadapter():
             "print(sorted(m for m in ('scrapy', 'itemadapter', 'twisted') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_worker_processes_end_with_the_crawl_however_it_ended():
+    """A crawl that cannot start (its JOBDIR in use) sends no spider_closed: the crawl command stops the worker
+    processes the early start began, waiting for them (one still starting when its parent exited printed a
+    traceback, test_reliability_resume.py), and a start still on its way afterwards starts nothing."""
+    import os
+
+    from pipelines._worker_tasks import warm_up_fingerprint
+    from pipelines._workers import pool_for
+    from pipelines.early import stop_workers
+
+    crawler = get_crawler(Spider, {"ZHDEDUP_FINGERPRINT_WORKERS": 1})
+    pool = pool_for(crawler)
+    pool.start(warm_up_fingerprint)
+    pids = list(pool.executor._processes or {})
+    stop_workers(crawler)
+    assert pool.executor is None
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    pool.start(warm_up_fingerprint)   # the early-start thread, late
+    assert pool.executor is None
