@@ -107,8 +107,9 @@ EXTENSIONS = {
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
     "crawler.progress.CrawlProgress": 520,    # a line of running counts every few seconds
     "crawler.alerts.MatchAlerts": 530,        # a new match above ZHDEDUP_ALERT_MIN_SCORE: WARNING + webhook
-    "crawler.stamps.EvidenceStamper": 540,    # RFC 3161 timestamps of the evidence chain (off without a TSA)
-    "crawler.capture.MatchCapture": 535,      # render new matches' pages (ZHDEDUP_CAPTURE_AT_MATCH; before the stamper)
+    # before the summary: their last attempts at close (a capture, a stamp) are in the report's counts
+    "crawler.capture.MatchCapture": 475,      # render new matches' pages (ZHDEDUP_CAPTURE_AT_MATCH; before the stamper)
+    "crawler.stamps.EvidenceStamper": 480,    # RFC 3161 timestamps of the evidence chain (off without a TSA)
 }
 ZHDEDUP_PROGRESS_ENABLED = True
 ZHDEDUP_PROGRESS_INTERVAL = 0   # seconds between progress lines; 0 = 5 s on a terminal, 30 s in a log file

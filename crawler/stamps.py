@@ -114,6 +114,7 @@ class EvidenceStamper:
         try:
             stamp = self._stamp()
         except (TimestampError, StorageError) as exc:
+            self.crawler.stats.inc_value(STAMP_FAILURES)   # counted as every failed attempt is, whenever it came
             logger.warning("evidence head left unstamped at close: %s (`python -m admin evidence stamp` "
                            "stamps it later)", exc)
         else:
