@@ -54,20 +54,28 @@ typedef struct {
     int64_t count; /* 0: empty slot */
 } Slot;
 
+/* A token the kernels can read: a str, in its canonical form (Python < 3.12 may hold it otherwise). */
+static int ready_token(PyObject *token, Py_ssize_t i)
+{
+    if (!PyUnicode_Check(token)) {
+        PyErr_Format(PyExc_TypeError, "token %zd is %.100s, not str", i, Py_TYPE(token)->tp_name);
+        return -1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(token) < 0)
+        return -1;
+#endif
+    return 0;
+}
+
 /* Distinct token hashes with their counts, in an open-addressing table of `size` (a power of 2) slots. */
 static int count_tokens(PyObject *tokens, Slot *table, size_t size)
 {
     Py_ssize_t n = PyList_GET_SIZE(tokens);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *token = PyList_GET_ITEM(tokens, i);
-        if (!PyUnicode_Check(token)) {
-            PyErr_Format(PyExc_TypeError, "token %zd is %.100s, not str", i, Py_TYPE(token)->tp_name);
+        if (ready_token(token, i) < 0)
             return -1;
-        }
-#if PY_VERSION_HEX < 0x030C0000
-        if (PyUnicode_READY(token) < 0)
-            return -1;
-#endif
         uint64_t h = token_hash(token);
         size_t at = (size_t)(h >> 20) & (size - 1); /* low bits: the IDF buckets use the top 20 */
         while (table[at].count && table[at].hash != h)
@@ -604,14 +612,8 @@ static int canonical_words(PyObject *tokens, const SynTable *syn, PyObject **out
     int shift = 64 - syn->bucket_bits;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *token = PyList_GET_ITEM(tokens, i);
-        if (!PyUnicode_Check(token)) {
-            PyErr_Format(PyExc_TypeError, "token %zd is %.100s, not str", i, Py_TYPE(token)->tp_name);
+        if (ready_token(token, i) < 0)
             return -1;
-        }
-#if PY_VERSION_HEX < 0x030C0000
-        if (PyUnicode_READY(token) < 0)
-            return -1;
-#endif
         hashes[i] = token_hash(token);
         out[i] = token;
         if (PyUnicode_GET_LENGTH(token) > 1)
