@@ -68,6 +68,16 @@ static int ready_token(PyObject *token, Py_ssize_t i)
     return 0;
 }
 
+/* One more occurrence of hash h in an open-addressing table of `size` (a power of 2) slots. */
+static inline void count_hash(Slot *table, size_t size, uint64_t h)
+{
+    size_t at = (size_t)(h >> 20) & (size - 1); /* low bits: the IDF buckets use the top 20 */
+    while (table[at].count && table[at].hash != h)
+        at = (at + 1) & (size - 1);
+    table[at].hash = h;
+    table[at].count++;
+}
+
 /* Distinct token hashes with their counts, in an open-addressing table of `size` (a power of 2) slots. */
 static int count_tokens(PyObject *tokens, Slot *table, size_t size)
 {
@@ -76,12 +86,7 @@ static int count_tokens(PyObject *tokens, Slot *table, size_t size)
         PyObject *token = PyList_GET_ITEM(tokens, i);
         if (ready_token(token, i) < 0)
             return -1;
-        uint64_t h = token_hash(token);
-        size_t at = (size_t)(h >> 20) & (size - 1); /* low bits: the IDF buckets use the top 20 */
-        while (table[at].count && table[at].hash != h)
-            at = (at + 1) & (size - 1);
-        table[at].hash = h;
-        table[at].count++;
+        count_hash(table, size, token_hash(token));
     }
     return 0;
 }
@@ -195,10 +200,25 @@ static uint64_t simhash_bits(const Slot *distinct, const double *idfs, Py_ssize_
     return fp;
 }
 
+/* The SimHash of a counted table: its distinct hashes compacted to the front (in place: the k-th kept slot
+lies at or after k), their IDF weights looked up (scratch and idfs hold one entry per distinct hash). */
+static uint64_t weigh_table(Slot *table, size_t size, uint64_t *scratch, double *idfs, const IdfTable *idf,
+                            int tfidf)
+{
+    Py_ssize_t distinct = 0;
+    for (size_t i = 0; i < size; i++)
+        if (table[i].count)
+            table[distinct++] = table[i];
+    for (Py_ssize_t i = 0; i < distinct; i++)
+        scratch[i] = table[i].hash;
+    idf_of(idf, scratch, idfs, distinct);
+    return simhash_bits(table, idfs, distinct, tfidf);
+}
+
 /* SimHash of a token list; -1 with an exception set on a bad token or no memory. */
 static int simhash_of(PyObject *tokens, const IdfTable *idf, int tfidf, uint64_t *fp)
 {
-    Py_ssize_t n = PyList_GET_SIZE(tokens), distinct = 0;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
     size_t size = 16;
     while (size < 2 * (size_t)n)
         size <<= 1;
@@ -209,13 +229,7 @@ static int simhash_of(PyObject *tokens, const IdfTable *idf, int tfidf, uint64_t
     if (!table || !hashes || !idfs)
         PyErr_NoMemory();
     else if (count_tokens(tokens, table, size) == 0) {
-        for (size_t i = 0; i < size; i++)
-            if (table[i].count)
-                table[distinct++] = table[i]; /* distinct <= i: compacting in place is safe */
-        for (Py_ssize_t i = 0; i < distinct; i++)
-            hashes[i] = table[i].hash;
-        idf_of(idf, hashes, idfs, distinct);
-        *fp = simhash_bits(table, idfs, distinct, tfidf);
+        *fp = weigh_table(table, size, hashes, idfs, idf, tfidf);
         err = 0;
     }
     free(table);
@@ -670,7 +684,6 @@ static PyObject *joined(PyObject **words, Py_ssize_t n)
 /* SimHash of hashed tokens (one hash per token, repeats counted): simhash_of without hashing again. */
 static int simhash_hashes(const uint64_t *hashes, Py_ssize_t n, const IdfTable *idf, int tfidf, uint64_t *fp)
 {
-    Py_ssize_t distinct = 0;
     size_t size = 16;
     while (size < 2 * (size_t)n)
         size <<= 1;
@@ -681,21 +694,9 @@ static int simhash_hashes(const uint64_t *hashes, Py_ssize_t n, const IdfTable *
     if (!table || !unique || !idfs) {
         PyErr_NoMemory();
     } else {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            uint64_t h = hashes[i];
-            size_t at = (size_t)(h >> 20) & (size - 1);
-            while (table[at].count && table[at].hash != h)
-                at = (at + 1) & (size - 1);
-            table[at].hash = h;
-            table[at].count++;
-        }
-        for (size_t i = 0; i < size; i++)
-            if (table[i].count)
-                table[distinct++] = table[i];
-        for (Py_ssize_t i = 0; i < distinct; i++)
-            unique[i] = table[i].hash;
-        idf_of(idf, unique, idfs, distinct);
-        *fp = simhash_bits(table, idfs, distinct, tfidf);
+        for (Py_ssize_t i = 0; i < n; i++)
+            count_hash(table, size, hashes[i]);
+        *fp = weigh_table(table, size, unique, idfs, idf, tfidf);
         err = 0;
     }
     free(table);
