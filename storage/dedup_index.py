@@ -28,6 +28,7 @@ INFLIGHT = 2_000  # pages (with texts) re-added after a Redis data loss if Mongo
 POLL = (0.05, 0.1, 0.2, 0.4, 0.0)  # another crawler may have claimed a page and still be saving it
 SETTLE_POLL = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 0.0)   # a page's decision, and its save, may wait out an outage
 TEXT_TTL = 24 * 3600  # a claimed page's text waits in Redis until its page is in MongoDB (or a day)
+TEXT_LEVEL = 1   # zlib level of a waiting text: read once or twice, gone within seconds; level 6 cost 3x the CPU
 WITHDRAWN = b""  # the text key of a claim taken back (its page was a copy): no such page, nothing to wait for
 
 
@@ -83,7 +84,7 @@ class RedisDedupIndex:
 
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """The store's atomic sketch claim, after the page's text: whoever sees the claim can verify it."""
-        text = zlib.compress(doc.text.encode("utf-8"))
+        text = zlib.compress(doc.text.encode("utf-8"), TEXT_LEVEL)
         with self.store.inflight_lock:
             entry = self.store.inflight.get(doc.page_id)
             if entry is not None:
@@ -208,7 +209,7 @@ class RedisDedupIndex:
                "sketch": list(doc.sketch)}
         # the hand-over claims doc's sketch: its text first, as for every claim (a passage copy's claim was
         # taken back and its text marked withdrawn: a copy seeing the new claim read "no such page", and was kept)
-        text = zlib.compress(doc.text.encode("utf-8")) if doc.sketch else None
+        text = zlib.compress(doc.text.encode("utf-8"), TEXT_LEVEL) if doc.sketch else None
         try:
             if text is not None:
                 self.store._retry("redis", self._keep_claimed, doc, text)

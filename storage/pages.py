@@ -12,7 +12,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from fingerprint.neardup import publish_date
 
-from .dedup_index import date_key, text_key
+from .dedup_index import TEXT_LEVEL, date_key, text_key
 from .documents import check_keys, check_text, fit_bson, out
 from .duplicates import MAX_HOPS, DuplicateStore
 from .errors import BadDocument, StorageUnavailable
@@ -22,8 +22,8 @@ from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_sig
 log = logging.getLogger(__name__)
 
 HELD_STATE = {"url": 1, "undecided": 1, "content_hash": 1}   # what a save reads of a page already held
-UNDECIDED = ("undecided", "undecided_since")
-DISPLACED_TEXT_TTL = 600   # seconds a displaced page's text stays readable for checks that listed it just before   # a page's mark while its dedup decision waits in a spool
+UNDECIDED = ("undecided", "undecided_since")   # a page's mark while its dedup decision waits in a spool
+DISPLACED_TEXT_TTL = 600   # seconds a displaced page's text stays readable for checks that listed it just before
 MAX_JOINS = 4   # displacements racing with one join before it gives up (each round one of them settles)
 PAGE_TEXT_FIELDS = ("url", "canonical_url", "canonical_claim", "site", "title", "text", "author", "spider")
 
@@ -406,7 +406,7 @@ class PageStore(DuplicateStore):
         open). Later checks find the page that displaced it."""
         if old.get("text"):
             self._retry("redis", self.redis.set, text_key(self, str(old["_id"])),
-                        zlib.compress(old["text"].encode("utf-8")), ex=DISPLACED_TEXT_TTL)
+                        zlib.compress(old["text"].encode("utf-8"), TEXT_LEVEL), ex=DISPLACED_TEXT_TTL)
 
     def _answers_for(self, old: dict, standing: str) -> bool:
         """True when the displaced page's own SimHash entry now answers for `standing` and is an entry of its

@@ -1,11 +1,13 @@
 """A newcomer's `scrapy crawl` mistakes end with one line and exit 2; a crawl that fetched nothing exits 1."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 from scrapy.utils.test import get_crawler
 
 from crawler.__main__ import scrapy_crawl
-from crawler.commands.crawl import crawl_failure
+from crawler.commands.crawl import crawl_failure, quiet_below
 from crawler.progress import CrawlProgress, auto_interval, progress_counts
 from crawler.siteprofiles import ProfileError
 from crawler.spiders.base import SpiderArgumentError
@@ -69,6 +71,21 @@ def test_crawl_failure_rules():
     assert crawl_failure({"finish_reason": "finished"}) is None          # a distributed worker with no share
     assert crawl_failure({"finish_reason": "shutdown", "zhdedup/failed/dns": 3}) is None   # Ctrl-C
     assert "store" in crawl_failure({"finish_reason": "storage_unavailable", "zhdedup/fetched": 5})
+
+
+@pytest.mark.parametrize("level, made", [("INFO", False), ("WARNING", False), ("DEBUG", True), (logging.INFO, False)])
+def test_mongodb_debug_records_are_made_only_when_the_crawl_logs_debug(level, made):
+    logger, root = logging.getLogger("pymongo"), logging.getLogger()
+    before = logger.level, root.level
+    try:
+        logger.setLevel(logging.NOTSET)
+        root.setLevel(logging.DEBUG)   # as under Scrapy: its handler, not the logger, filters by LOG_LEVEL
+        quiet_below(level)
+        assert logger.isEnabledFor(logging.DEBUG) is made
+        assert logging.getLogger("pymongo.command").isEnabledFor(logging.DEBUG) is made
+    finally:
+        logger.setLevel(before[0])
+        root.setLevel(before[1])
 
 
 def test_progress_line_counts_from_the_stats():
