@@ -11,7 +11,6 @@ import itertools
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Self, TypeVar
@@ -30,6 +29,7 @@ from . import servers as srv
 from .config import StoreConfig
 from .errors import StorageUnavailable
 from .identity import lost_key, owner_key
+from .inflight import InFlight
 from .redis_index import RedisSketchIndex, SimHashIndex, delete_matching, glob_escape
 from .schema import ensure_indexes
 from .spool import Spool
@@ -170,10 +170,7 @@ class Connection:
         self._recover_locks = {"mongo": threading.RLock(), "redis": threading.RLock()}
         self.outages: dict[str, Outage] = {}    # down: calls go through _recover
         self._settling: dict[str, Outage] = {}  # answering again; reported once SETTLE s pass without a failure
-        # pages this process indexed whose MongoDB save may still be on its way: re-added after a Redis
-        # data loss (MongoDB, the refill's source, does not have them yet)
-        self.inflight: OrderedDict[str, tuple[str, int, tuple[int, ...], bytes | None]] = OrderedDict()
-        self.inflight_lock = threading.Lock()
+        self.inflight = InFlight()   # pages indexed whose save may still be on its way (refilled after a loss)
         self._old_clients: list[pymongo.MongoClient] = []
         self.undecided: set[str] = set()   # pages kept with their dedup decision in the spool: not re-indexed
         # the Redis data loss (its token under `lost`) this process has re-filled its pages in flight for

@@ -110,17 +110,16 @@ class DedupStore(Connection):
         A page's SimHash entry may be back while its sketch or text is not (on a cluster they lie in other
         slots; on one server the refill from MongoDB re-adds SimHash entries, and sketches only when none
         survived): every page in flight gets those back (a claim already there stays one)."""
-        with self.inflight_lock:
-            entries = dict(self.inflight)
-        missing = [(pid, e) for pid, e in entries.items() if not self._indexed(pid, e[0], e[1])]
-        self._retry("redis", self.index.add_many, ((pid, e[0], e[1]) for pid, e in missing))
-        for pid, (_, _, sketch, text, *date) in entries.items():
-            if sketch:
-                self._retry("redis", self.sketches.claim, pid, list(sketch), 10 ** 6)
-            if text is not None:
-                self._retry("redis", self.redis.set, text_key(self, pid), text, ex=TEXT_TTL)
-            if date and date[0]:
-                self._retry("redis", self.redis.set, date_key(self, pid), date[0], ex=TEXT_TTL)
+        entries = self.inflight.snapshot()
+        missing = [(pid, f) for pid, f in entries.items() if not self._indexed(pid, f.content_hash, f.simhash)]
+        self._retry("redis", self.index.add_many, ((pid, f.content_hash, f.simhash) for pid, f in missing))
+        for pid, f in entries.items():
+            if f.sketch:
+                self._retry("redis", self.sketches.claim, pid, list(f.sketch), 10 ** 6)
+            if f.text is not None:
+                self._retry("redis", self.redis.set, text_key(self, pid), f.text, ex=TEXT_TTL)
+            if f.published:
+                self._retry("redis", self.redis.set, date_key(self, pid), f.published, ex=TEXT_TTL)
         return len(missing)
 
     def _indexed(self, page_id: str, content_hash: str, simhash: int) -> bool:

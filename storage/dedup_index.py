@@ -19,12 +19,12 @@ from typing import Any
 from fingerprint.neardup import DedupDoc, IndexHit, LookupUnavailable, Verdict, publish_date
 
 from .errors import StorageUnavailable
+from .inflight import Flight
 from .redis_index import DedupResult
 from .schema import to_oid
 
 log = logging.getLogger(__name__)
 RECENT = 10_000  # pages kept by this process, whose save to MongoDB may still be on its way
-INFLIGHT = 2_000  # pages (with texts) re-added after a Redis data loss if MongoDB does not have them yet
 POLL = (0.05, 0.1, 0.2, 0.4, 0.0)  # another crawler may have claimed a page and still be saving it
 SETTLE_POLL = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 0.0)   # a page's decision, and its save, may wait out an outage
 TEXT_TTL = 24 * 3600  # a claimed page's text waits in Redis until its page is in MongoDB (or a day)
@@ -85,10 +85,7 @@ class RedisDedupIndex:
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """The store's atomic sketch claim, after the page's text: whoever sees the claim can verify it."""
         text = zlib.compress(doc.text.encode("utf-8"), TEXT_LEVEL)
-        with self.store.inflight_lock:
-            entry = self.store.inflight.get(doc.page_id)
-            if entry is not None:
-                self.store.inflight[doc.page_id] = entry[:3] + (text,) + entry[4:]
+        self.store.inflight.keep_text(doc.page_id, text)
         try:
             self.store._retry("redis", self._keep_claimed, doc, text)
             return self.store.claim_sketch(doc.page_id, list(doc.sketch), min_shared)
@@ -184,8 +181,7 @@ class RedisDedupIndex:
             raise EntriesNotTakenBack(e.server, f"taking back the index entries of {doc.page_id}: {e.detail}",
                                       e.hint) from e
         self._recent.pop(doc.page_id, None)
-        with self.store.inflight_lock:
-            self.store.inflight.pop(doc.page_id, None)
+        self.store.inflight.pop(doc.page_id)
 
     def forward(self, doc: DedupDoc, verdict: Verdict) -> None:
         """A copy whose entries others could see before they left (a passage claim, a Redis Cluster block)
@@ -202,9 +198,8 @@ class RedisDedupIndex:
         """The store marks old_id displaced by doc and gives its index entries to doc (None), unless another
         copy displaced old_id first (that copy's id)."""
         method = verdict.recorded_as
-        with self.store.inflight_lock:
-            entry = self.store.inflight.get(old_id)
-        old_keys = {"content_hash": entry[0], "simhash": entry[1], "sketch": list(entry[2])} if entry else None
+        flight = self.store.inflight.get(old_id)
+        old_keys = flight.keys() if flight is not None else None
         new = {"id": doc.page_id, "url": doc.url, "content_hash": doc.content_hash, "simhash": doc.simhash,
                "sketch": list(doc.sketch)}
         # the hand-over claims doc's sketch: its text first, as for every claim (a passage copy's claim was
@@ -221,16 +216,12 @@ class RedisDedupIndex:
             raise LookupUnavailable(f"displacing {old_id}: {e.detail}") from e
         if winner is not None:
             return winner
-        with self.store.inflight_lock:
-            self.store.inflight.pop(old_id, None)
+        self.store.inflight.pop(old_id)
         self._recent.pop(old_id, None)
         self._remember(doc)
         self._in_flight(doc)
-        if text is not None:
-            with self.store.inflight_lock:   # a Redis refill puts the text back with the claim
-                entry = self.store.inflight.get(doc.page_id)
-                if entry is not None:
-                    self.store.inflight[doc.page_id] = entry[:3] + (text,) + entry[4:]
+        if text is not None:   # a Redis refill puts the text back with the claim
+            self.store.inflight.keep_text(doc.page_id, text)
         return None
 
     def resolve(self, page_id: str) -> str:
@@ -257,13 +248,9 @@ class RedisDedupIndex:
             self._recent.popitem(last=False)
 
     def _in_flight(self, doc: DedupDoc) -> None:
-        """Keep what a Redis refill needs until MongoDB surely has the page (the last INFLIGHT pages)."""
-        with self.store.inflight_lock:
-            inflight = self.store.inflight
-            inflight[doc.page_id] = (doc.content_hash, doc.simhash, tuple(doc.sketch), None,
-                                     doc.published.isoformat() if doc.published else None)
-            while len(inflight) > INFLIGHT:
-                inflight.popitem(last=False)
+        """Keep what a Redis refill needs until MongoDB surely has the page (storage/inflight.py)."""
+        self.store.inflight.add(doc.page_id, Flight(doc.content_hash, doc.simhash, tuple(doc.sketch), None,
+                                                    doc.published.isoformat() if doc.published else None))
 
     def _page_or_none(self, page_id: str) -> dict | None:
         try:

@@ -339,11 +339,8 @@ class PageStore(DuplicateStore):
 
     def _keys_in_flight(self, page_id: str) -> dict | None:
         """The dedup keys of a page this process kept lately whose save has not landed (else None)."""
-        with self.inflight_lock:
-            entry = self.inflight.get(page_id)
-        if entry is None:
-            return None
-        return {"content_hash": entry[0], "simhash": int(entry[1]), "sketch": [int(v) for v in entry[2]]}
+        flight = self.inflight.get(page_id)
+        return flight.keys() if flight is not None else None
 
     def _claim_demotion(self, marker: dict) -> str:
         """Insert the marker unless the page was displaced already; the id of the page that displaced it."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from storage import open_store
+from storage.inflight import Flight
 from tests.storage.test_storage_faults import crawl, story
 
 pytestmark = pytest.mark.parametrize("redis_mode", ["cluster"])
@@ -50,7 +51,7 @@ def test_a_node_back_empty_is_met_before_a_copy_is_decided(store_config):
         assert crawl(a, "p0", h0, fp0) == "new"                            # saved before the loss
         late, fp1 = b.new_page_id(), with_block0_of(a, fp0, story(1)[1])   # B: indexed, its save on its way
         assert b.check_and_insert(late, story(1)[0], fp1).kind == "new"
-        b.inflight[late] = (story(1)[0], fp1, (), None)
+        b.inflight.add(late, Flight(story(1)[0], fp1))
         assert wipe_node_of(a, a.index._ckeys(fp0)[0]) > 0
         assert crawl(a, "c0", story(10)[0], block0_copy(a, fp0)) == "near"   # found again: re-filled first
         assert a.duplicates.find_one({"url": "http://t/c0"})["original_id"] == a.page_by_url("http://t/p0")["_id"]
@@ -110,7 +111,7 @@ def test_a_page_in_flight_gets_back_its_sketch_and_date_though_its_simhash_survi
         assert b.check_and_insert(page, h, fp).kind == "new"
         assert b.claim_sketch(page, values, 10 ** 6)[1] == []
         b.redis.set(date_key(b, page), "2024-05-01")
-        b.inflight[page] = (h, fp, tuple(values), None, "2024-05-01")
+        b.inflight.add(page, Flight(h, fp, tuple(values), None, "2024-05-01"))
         key = b.sketches._buckets(values)[0][0]
         assert b.redis.get_node_from_key(key) != b.redis.get_node_from_key(b.index._ckeys(fp)[0])
         assert wipe_node_of(b, key) > 0

@@ -10,6 +10,7 @@ import pytest
 
 from storage import StorageUnavailable, StoreConfig, open_store
 from storage import servers as srv
+from storage.inflight import Flight
 from tests.reliability.reliability_helpers import embedded_var, sigkill
 
 
@@ -178,7 +179,7 @@ def test_redis_restarted_after_the_retry_window_and_refilled(var, caplog):
             assert crawl(st, f"p{i}", *story(i)) == "new"
         flight = st.new_page_id()                       # indexed, its save still on its way
         assert st.check_and_insert(flight, *story(50)).kind == "new"
-        st.inflight[flight] = (story(50)[0], story(50)[1], (), None)
+        st.inflight.add(flight, Flight(story(50)[0], story(50)[1]))
         sigkill(var, "redis")
         shutil.rmtree(var / "redis")
         (var / "redis").write_text("in the way")        # the restart fails until this is gone
@@ -214,7 +215,7 @@ def test_a_page_saved_while_the_index_is_refilled_stays_indexed(var):
         assert crawl(st, "p0", *story(0)) == "new"
         late = st.new_page_id()                            # indexed; its save waits in the writer's buffer
         assert st.check_and_insert(late, *story(1)).kind == "new"
-        st.inflight[late] = (story(1)[0], story(1)[1], (), None)
+        st.inflight.add(late, Flight(story(1)[0], story(1)[1]))
         st.index.clear()                                   # Redis came back empty
         st.reconcile_index()                               # reads MongoDB: p0 only
         st.save_page({"_id": late, "url": "http://t/late", "content_hash": story(1)[0], "simhash": story(1)[1],
@@ -461,7 +462,7 @@ def test_a_redis_data_loss_is_met_by_every_crawler_before_it_decides(var):
         assert crawl(a, "p0", *story(0)) == "new"                   # saved before the loss
         late = b.new_page_id()                                      # B: indexed, its save still on its way
         assert b.check_and_insert(late, *story(1)).kind == "new"
-        b.inflight[late] = (story(1)[0], story(1)[1], (), None)
+        b.inflight.add(late, Flight(story(1)[0], story(1)[1]))
         delete_matching(a.redis, [glob_escape(c.key_prefix) + "*"])       # Redis came back empty
         assert crawl(a, "c0", story(10)[0], story(0)[1] ^ 3) == "near"   # A re-fills from MongoDB first
         assert crawl(a, "c1", story(11)[0], story(1)[1] ^ 5) == "new"    # B's page not back yet: provisional
