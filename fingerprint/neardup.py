@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+import unicodedata
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -59,6 +60,8 @@ class NearDupParams:
     rewrites: bool = True          # a spun copy (伪原创): shared passages spread over the whole of both texts
     rewrite_coverage: float = 0.5  # ... covering at least this much of both,
     rewrite_gap: float = 0.12      # ... and no stretch without one longer than this share of either text
+    numbers_shared: float = 0.5    # a passage copy or rewrite: this share of the numbers of the side with fewer
+                                   # (3+) found in the other; two fillings of one template differ there
     semantic: float = 0.0          # > 0: a rewrite's aligned sentence pairs must reach this cosine (semantic.py)
 
     def __post_init__(self) -> None:
@@ -72,6 +75,8 @@ class NearDupParams:
         if not 0.0 < self.rewrite_coverage <= 1.0 or not 0.0 <= self.rewrite_gap < 1.0 or not 0.0 <= self.semantic < 1.0:
             raise ValueError(f"rewrite coverage must be in (0, 1], gap and semantic cosine in [0, 1), not "
                              f"{self.rewrite_coverage}, {self.rewrite_gap}, {self.semantic}")
+        if not 0.0 <= self.numbers_shared <= 1.0:
+            raise ValueError(f"the share of numbers a copy keeps must be in [0, 1], not {self.numbers_shared}")
 
 
 def sketch(text: str, size: int = NearDupParams.sketch_size) -> list[int]:
@@ -92,6 +97,25 @@ class Alignment:
     def sentences(self) -> float:
         """Share of sentences holding a shared passage (the smaller side): read for rewrites only."""
         return min((_sentence_share(m, x.offsets, t) for m, x, t in self.sides), default=0.0)
+
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+MIN_NUMBERS = 3   # fewer distinct numbers on a side tell nothing
+
+
+def numbers_agree(a: str, b: str, share: float) -> bool:
+    """A copy keeps its source's facts: of the side with fewer distinct numbers (3+), at least `share` are in
+    the other. Two fillings of one template (a company's earnings-call notice, a weather report) share most
+    sentences and differ exactly there: dates, figures, telephone numbers (the one false pair the rewrite
+    rule made among 3.7 million pairs of real news)."""
+    na, nb = _numbers(a), _numbers(b)
+    few, many = (na, nb) if len(na) <= len(nb) else (nb, na)
+    return len(few) < MIN_NUMBERS or len(few & many) >= share * len(few)
+
+
+def _numbers(text: str) -> set[str]:
+    """The distinct numbers of a text, full-width digits as ASCII (a copy in full-width form keeps them)."""
+    return {unicodedata.normalize("NFKC", m) for m in _NUMBER.findall(text)}
 
 
 _SENTENCE_ENDS = re.compile(r"[。！？!?；;…\n]")
@@ -374,7 +398,9 @@ class DedupEngine:
         a rewrite back."""
         verdict = self._verify(other, passage_alignment(text, doc.text))
         p = self.params
-        if verdict is not None and verdict.method == "rewrite" and p.semantic > 0:
+        if verdict is None or not numbers_agree(text, doc.text, p.numbers_shared):
+            return None
+        if verdict.method == "rewrite" and p.semantic > 0:
             return verdict if semantic.confirms_rewrite(text, doc.text, p.semantic) else None
         return verdict
 

@@ -124,3 +124,35 @@ def first_rewrite(news: list[dict]) -> tuple[str, str]:
         if is_near_duplicate(story, spun).method == "rewrite":
             return story, spun
     pytest.fail("no heavy wash of the first news stories is a rewrite")
+
+
+NOTICE = ("本报讯 北京时间{m}月{d}日晚间消息，{co}今日宣布，将于美国东部时间{m2}月{d2}日美国股市开盘前公布{y}年第三季度财报。"
+          "财报发布后，{co}管理团队将于美国东部时间{m2}月{d2}日上午8点举行电话会议，收听电话会议的电话号码如下：美国：{p1}；"
+          "国际：{p2}；中国大陆：{p3}；中国香港：{p4}；会议号码：{mid}。在{y}年{m3}月{d3}日前，可拨打以下电话收听电话会议录音："
+          "美国：{p5}；国际：{p6}；密码：{mid}。此外，{co}将在公司网站投资者关系频道对电话会议进行直播，并提供录音。")
+FILLS = (dict(m=11, d=5, co="星河科技", m2=11, d2=20, y=2018, p1="+1 8665194004", p2="+65 67135090", p3="400-6208038",
+              p4="800-906601", mid="5289076", m3=12, d3=5, p5="+1 6462543697", p6="+61 281990299"),
+         dict(m=11, d=6, co="远帆电商", m2=11, d2=15, y=2018, p1="+1 8455000438", p2="+1 8555008701", p3="400-1200654",
+              p4="852-30186776", mid="9978308", m3=11, d3=23, p5="+1 8554525696", p6="+61 290034211"))
+
+
+def test_two_fillings_of_one_template_are_two_stories():
+    """Two companies' earnings-call notices share every sentence but their names and numbers: the passages
+    cover both, so without the numbers check the second company's notice was dropped as a copy."""
+    a, b = (NOTICE.format(**f) for f in FILLS)
+    assert is_near_duplicate(a, b, NearDupParams(numbers_shared=0.0)).is_duplicate   # the passages alone
+    assert not is_near_duplicate(a, b).is_duplicate
+    assert not is_near_duplicate(b, a).is_duplicate
+
+
+def test_a_copy_that_keeps_its_numbers_in_full_width_or_drops_a_few_is_still_one(stories):
+    """The numbers check never takes a copy back for what copies do to numbers: full-width digits, a dropped
+    sentence with a date in it, an ad with a telephone number added."""
+    a = NOTICE.format(**FILLS[0])
+    wide = a.translate({c: c + 0xFEE0 for c in range(ord("0"), ord("9") + 1)})
+    trimmed = a.replace("在2018年12月5日前，可拨打以下电话收听电话会议录音：美国：+1 6462543697；国际：+61 281990299；", "")
+    with_ad = a + "广告热线：010-88886666，优惠价199元，满300减50。"
+    for copy in (wide, trimmed, with_ad):
+        assert is_near_duplicate(a, copy).is_duplicate, copy[:40]
+    story = stories[0]
+    assert is_near_duplicate(story, story + "客服电话：400-800-1234，限时价88元，第2件半价。").is_duplicate
