@@ -28,6 +28,7 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
+from extract.tails import HEAD_SYMBOLS, is_dateline, is_function_bar, is_link_label, is_notice_head
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -113,10 +114,11 @@ TRAILING_CREDIT = re.compile(r"(?<=[。！？!?”])\s*(责任编辑|责编|编�
 EDGE_MAX_LEN = 60
 
 RELATED_HEAD = re.compile(
-    r"^[\s【\[\\|｜]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
+    rf"^[\s【\[\\|｜{HEAD_SYMBOLS}]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
     r"延伸\s*[·•・]\s*推荐|更多精彩|往期回顾|往期推荐|热门文章|大家都在看|为您推荐|今日推荐|最新文章|"
     r"相关报道|点击排行|热门排行|热点新闻|相关链接|推荐新闻|相关专题|热门资讯|最新资讯|上一篇|下一篇|"
-    r"为你推荐|新闻评论|热帖|热词|回复线索|相关帖子|相关主题)[\s】\]:：>]*$")
+    r"为你推荐|新闻评论|热帖|热词|回复线索|相关帖子|相关主题|我来说两句|发表评论|网友评论|请?发表您?的?看法)"
+    r"[\s】\]:：>]*$")
 
 NOVEL_INLINE = [re.compile(p) for p in (
     r"[（(]?\s*手机用户请(浏览|访问|到)[^\s，。）)]{0,40}(阅读|访问)?[，,]?\s*(更优质的|更好的)?(阅读体验)?[。.]?\s*[)）]?",
@@ -276,7 +278,8 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
     i = 1
     while i < len(lines):
         line = lines[i]
-        if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line):
+        if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line) \
+                or is_function_bar(line) or is_notice_head(line):
             yield i
         elif widgets and widget_key(line) in widgets:
             widgets.discard(widget_key(line))
@@ -408,7 +411,8 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
     def edge(line: str) -> bool:
-        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line)
+        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
+            or is_link_label(line)
 
     i = 0
     while i < min(head, len(lines)) and edge(lines[i]):

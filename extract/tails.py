@@ -1,0 +1,66 @@
+"""Structural marks of an article's edges that no site name is needed for (extract.boilerplate applies them).
+
+Why: on a site seen for the first time the body's last paragraph is followed by a page-function bar
+(【我来说两句】【推荐】【打印】【关闭】), a related or comment heading behind a bullet symbol (■相关链接, ● 发表评论)
+or a notice heading spaced out letter by letter (郑 重 声 明); above the first paragraph sits a dateline
+(AUTO.SOHU.COM 2005年05月13日14:15, 2005-02-06 13:26更新 来源：…, 发表于 … (阅读:3727;评论:63)).  None of
+them is a sentence of the story; left in, they change the story's fingerprint from one fetch to the next.
+"""
+from __future__ import annotations
+
+import re
+
+# Bullet symbols a heading may start with: ■相关链接, ● 发表评论, ★ 热点推荐.
+HEAD_SYMBOLS = r"■□●○◆◇★☆▶►▲△◎※·•>》"
+BAR_GROUP = re.compile(r"[【\[]\s*([^【】\[\]]{1,14}?)\s*[】\]]")
+BAR_GROUPS = 3               # a line of this many bracketed items ...
+BAR_OUTSIDE = 8              # ... with at most this many characters outside them is a function bar
+SENTENCE_PUNCT = re.compile(r"[。！？!?；;…]")
+HEADING_MAX = 20             # a heading written with spaces between its characters is at most this long
+SPACED_OUT = re.compile(r"^\S(\s+\S){2,}$")
+# A notice heading that closes the article (its clauses follow: 1. 任何言论纯属作者个人观点 ...).
+NOTICE_HEAD = re.compile(r"^[\[【]?(郑重|特别|免责|版权|法律)?声明[】\]:：]?$")
+DATE = r"\d{4}\s*[-年/.]\s*\d{1,2}\s*[-月/.]\s*\d{1,2}\s*日?"
+DATETIME = re.compile(rf"({DATE}|\d{{1,2}}/\d{{1,2}}/\d{{4}})\s*\d{{1,2}}\s*[:：]\s*\d{{2}}")   # also 7/5/2005 9:23:57 PM
+META_WORD = re.compile(r"(来源|稿源|作者|发表|发布|更新|阅读|浏览|点击|评论|编辑)")
+DATELINE_MAX = 80            # a dateline is a short line
+DATELINE_PUNCT = re.compile(r"[。！？!?…，]")   # (阅读:3727;评论:63) is a dateline's counter, not a sentence
+# A label and an address on a line of their own: a blog's trackback or permalink (引用该篇文章 http://…).
+LINK_LABEL = re.compile(r"^[^。！？!?，,]{0,30}?[:：]?\s*https?://\S+$")
+
+
+def is_function_bar(line: str) -> bool:
+    """A row of page functions: 3+ short bracketed items (【推荐】【打印】【关闭】) and a few characters besides."""
+    groups = BAR_GROUP.findall(line)
+    if len(groups) < BAR_GROUPS or not all(re.search(r"[\u4e00-\u9fffA-Za-z]", g) for g in groups):
+        return False
+    outside = re.sub(r"\s+", "", BAR_GROUP.sub("", line))
+    return len(outside) <= BAR_OUTSIDE and not SENTENCE_PUNCT.search(outside)
+
+
+def compact_heading(line: str) -> str:
+    """A short heading without its bullet symbols and without the spaces between its characters (■ 相关链接 ->
+    相关链接, 郑 重 声 明 -> 郑重声明); any other line as it is."""
+    t = line.strip().lstrip(HEAD_SYMBOLS + " \u3000")
+    if len(t) <= HEADING_MAX and SPACED_OUT.match(t):
+        t = re.sub(r"\s+", "", t)
+    return t
+
+
+def is_notice_head(line: str) -> bool:
+    """A notice heading on a line of its own (郑重声明, 【免责声明】): the site's terms follow, not the story."""
+    return bool(NOTICE_HEAD.match(compact_heading(line)))
+
+
+def is_dateline(line: str) -> bool:
+    """A line above the story that only dates it: a date with a time, or a date with a meta word (来源, 阅读,
+    发表于), in a short line without a sentence -- a first paragraph that opens with a date has one."""
+    t = line.strip()
+    if not t or len(t) > DATELINE_MAX or DATELINE_PUNCT.search(t):
+        return False
+    return bool(DATETIME.search(t) or (re.search(DATE, t) and META_WORD.search(t)))
+
+
+def is_link_label(line: str) -> bool:
+    """A label and a web address alone on a line (Trackback: http://…, 你可以使用这个链接引用该篇文章 http://…)."""
+    return bool(LINK_LABEL.match(line.strip()))

@@ -1,0 +1,65 @@
+"""An article's edges on a site seen for the first time (extract.tails): page-function bars, bulleted related or
+comment headings, spaced-out notice headings after the body; datelines and link labels at its edges."""
+from __future__ import annotations
+
+import pytest
+
+from extract.boilerplate import clean_lines
+from extract.tails import compact_heading, is_dateline, is_function_bar, is_link_label
+
+P1 = ("2019年，龙湖集团即将迎来赴港上市10周年。十年前带领龙湖集团成功赴港上市并跻身内地女首富的吴亚军，"
+      "在前不久召开的中期业绩会上表示，“对一家上市公司来说，没有故事就是好故事，龙湖没有故事”。")
+P2 = ("近日，龙湖集团公布了2019年中期业绩报告。上半年，龙湖实现合约销售金额1056.2亿元，同比增长8.8%；"
+      "营业额385.7亿元，同比增长42.2%；归属于股东的净利润为63.1亿元，核心溢利为47.0亿元，同比增长26%。")
+BODY = [P1, P2]
+
+
+@pytest.mark.parametrize("tail", [
+    ["页面功能 【我来说两句】【我要“揪”错】【推荐】【字体：大 中 小】【打印】 【关闭】", "精彩彩信：", "[和弦][两极]"],
+    ["■相关链接", "龙湖集团中期业绩发布(07/13 08:41)龙湖集团上调全年目标"],
+    ["● 我来说两句", "-- 给编辑写信", "搜狐商城"],
+    ["郑 重 声 明", "1. 任何言论纯属作者个人观点，与本站无关；", "2. 禁止发表违反国家法律、法规的言论、信息；"],
+])
+def test_function_bars_and_bulleted_or_spaced_headings_end_the_article(tail: list[str]) -> None:
+    assert clean_lines(BODY + tail) == BODY
+
+
+@pytest.mark.parametrize("line", [
+    "BUSINESS.SOHU.COM　2005年3月11日12:12 来源：[ 人民网 ]",
+    "2005-02-06 13:26更新 来源：转载文章",
+    "作者：  来源：  发布日期：  7/5/2005 9:23:57 PM",
+])
+def test_a_dateline_above_the_first_paragraph_goes(line: str) -> None:
+    assert is_dateline(line)
+    assert clean_lines([line] + BODY) == BODY
+
+
+@pytest.mark.parametrize("line", [
+    "发表于 2004年12月27日 12:40 - (阅读:3727;评论:63)",
+    "你可以使用这个链接引用该篇文章 http://blog.example.com/tb.b?diaryID=2756656",
+    "Trackback: http://tb.example.net/TrackBack.aspx?PostId=543698",
+])
+def test_a_posting_line_or_link_label_under_the_last_paragraph_goes(line: str) -> None:
+    assert clean_lines(BODY + [line]) == BODY
+
+
+@pytest.mark.parametrize("line", [
+    "2005年3月11日，记者从市政府获悉，龙湖集团将于明年在香港发行债券。",   # a first paragraph that opens with a date
+    "——2005年3月11日在股东大会上的讲话",                                 # a subtitle dated without a time
+    "张三 2005年3月1日",                                                  # a letter's signature
+])
+def test_dated_sentences_and_signatures_are_not_datelines(line: str) -> None:
+    assert not is_dateline(line)
+
+
+@pytest.mark.parametrize("line", [
+    "他在会上说：“我们要【稳增长】【调结构】【惠民生】，一个都不能少。”",   # bracketed terms inside a sentence
+    "[1][2][3]",                                                          # citation markers
+])
+def test_bracketed_words_in_a_sentence_are_no_function_bar(line: str) -> None:
+    assert not is_function_bar(line)
+
+
+def test_a_sentence_with_an_address_is_no_link_label() -> None:
+    assert not is_link_label("详情请见官网，地址是 http://www.example.com/notice.html")
+    assert compact_heading("相关 新闻 与 评论 的 区别 在于 来源 不同 这是 正文") == "相关 新闻 与 评论 的 区别 在于 来源 不同 这是 正文"
