@@ -28,7 +28,8 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
-from extract.tails import HEAD_SYMBOLS, is_dateline, is_function_bar, is_link_label, is_notice_head
+from extract.tails import (HEAD_SYMBOLS, drop_trailing_labels, is_dateline, is_function_bar, is_lead_in, is_link_label,
+                          is_notice_head)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -419,7 +420,7 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
         i += 1
     lines = lines[i:]
     j = len(lines)
-    while j > 0 and len(lines) - j < tail and edge(lines[j - 1]):
+    while j > 0 and len(lines) - j < tail and (edge(lines[j - 1]) or (j > 1 and is_lead_in(lines[j - 1]))):
         j -= 1
     lines = lines[:j]
     if lines:
@@ -476,6 +477,7 @@ def rejoin(lines: list[str]) -> list[str]:
 def clean_lines(lines: list[str]) -> list[str]:
     """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits."""
     out = cut_tail(drop_calendars([strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]))
+    out = drop_trailing_labels(out, is_junk)
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
     out = drop_leading_menus(cut_related(cut_footer(out)))
     return strip_edges(cut_at_end_mark(out))

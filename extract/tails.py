@@ -64,3 +64,28 @@ def is_dateline(line: str) -> bool:
 def is_link_label(line: str) -> bool:
     """A label and a web address alone on a line (Trackback: http://…, 你可以使用这个链接引用该篇文章 http://…)."""
     return bool(LINK_LABEL.match(line.strip()))
+
+
+TRAILING_LABEL_MAX = 4       # a channel or widget label under the last paragraph (推荐, 娱乐) is at most this long
+TRAILING_LABELS = (2, 5)     # this many of them (junk lines among them) end a body; one may sign a letter, more
+                             # are a list of the body's own (a form's rows: 圣经的原理 / 环境的带领 / ...)
+LEAD_IN = re.compile(r"^[^。！？!?…，,；;\d]{2,16}[:：]$")   # 理论新闻精选： introduces a list that is not there
+
+
+def drop_trailing_labels(lines: list[str], junk) -> list[str]:
+    """Short labels left under the last paragraph (推荐 / 娱乐, junk lines such as 分享 among them) whose links
+    went -- a single short name may sign the text and stays."""
+    def label(line: str) -> bool:
+        t = line.strip()
+        return 0 < len(t) <= TRAILING_LABEL_MAX and not re.search(r"[\W\d_]", t)
+
+    j, labels = len(lines), 0
+    while j > 0 and (not lines[j - 1].strip() or label(lines[j - 1]) or junk(lines[j - 1].strip())):
+        labels += label(lines[j - 1])
+        j -= 1
+    return lines[:j] if TRAILING_LABELS[0] <= labels <= TRAILING_LABELS[1] and j > 0 else lines
+
+
+def is_lead_in(line: str) -> bool:
+    """A short label ending with a colon (理论新闻精选：): under the last paragraph it introduces a list that went."""
+    return bool(LEAD_IN.match(line.strip()))

@@ -63,3 +63,17 @@ def test_bracketed_words_in_a_sentence_are_no_function_bar(line: str) -> None:
 def test_a_sentence_with_an_address_is_no_link_label() -> None:
     assert not is_link_label("详情请见官网，地址是 http://www.example.com/notice.html")
     assert compact_heading("相关 新闻 与 评论 的 区别 在于 来源 不同 这是 正文") == "相关 新闻 与 评论 的 区别 在于 来源 不同 这是 正文"
+
+
+@pytest.mark.parametrize("tail", [["推荐", "娱乐"], ["分享", "推荐", "体育", "财经"], ["理论新闻精选："]])
+def test_labels_left_under_the_last_paragraph_go(tail: list[str]) -> None:
+    """Widget and channel labels whose links went, and a lead-in whose list went."""
+    assert clean_lines(BODY + tail) == BODY
+
+
+@pytest.mark.parametrize("tail", [
+    ["张三"],                                                                   # a short name signing the text
+    ["圣经的原理", "环境的带领", "肢体的劝告", "行动的动机", "心中的负担", "自己的能力"],   # a form's rows
+])
+def test_a_signature_or_a_list_of_the_body_stays(tail: list[str]) -> None:
+    assert clean_lines(BODY + tail) == BODY + tail
