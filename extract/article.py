@@ -38,6 +38,7 @@ import lxml.html
 
 from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges, trim_nav_runs
 from extract.linklists import drop_link_runs
+from extract.tails import HEADLINE_LINK, is_headline_link
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
 from extract.sniff import binary_reason, is_empty
@@ -257,9 +258,9 @@ def is_prose_block(el: lxml.html.HtmlElement) -> bool:
     return sentences >= len(text) / 2 and linked / len(text) < SIBLING_LINKS
 
 
-def clean(lines: list[str]) -> str:
+def clean(lines: list[str], anchors: set[str] | frozenset = frozenset()) -> str:
     """Boilerplate post-filter, joined one paragraph per line."""
-    return "\n".join(clean_lines([untable(line) for line in lines]))
+    return "\n".join(clean_lines([untable(line) for line in lines], anchors))
 
 
 def unlink(text: str) -> tuple[list[str], float]:
@@ -267,7 +268,8 @@ def unlink(text: str) -> tuple[list[str], float]:
 
     Link texts may span lines, so links are first replaced by their text between two markers and
     the share of marked characters is counted line by line.  Related-news headings are kept (the
-    boilerplate filter needs them to cut the block that follows).
+    boilerplate filter needs them to cut the block that follows), and a linked headline leaves HEADLINE_LINK
+    (the filter cuts a list of other stories at the first of them, then drops the marks).
     """
     marked = LINK_MD_SPAN.sub(lambda m: "\x01" + m.group(1) + "\x02", text)
     lines, total, linked, inside = [], 0, 0, False
@@ -284,6 +286,8 @@ def unlink(text: str) -> tuple[list[str], float]:
         total += n_all
         linked += n_link
         if n_all and n_link / n_all >= LINK_LINE and not RELATED_HEAD.match(plain.strip()):
+            if is_headline_link(plain):
+                lines.append(HEADLINE_LINK)   # where a linked headline was: a list of other stories shows by them
             continue
         lines.append(plain)
     return lines, (linked / total if total else 0.0)
@@ -306,15 +310,15 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
     if chosen is not None:
         el, name = chosen
         raw = container_lines(el)
-        text = clean(raw)
+        text = clean(raw, anchors)
         return text, f"selector:{name}", link_density(text, anchors), raw
     first = run_trafilatura(tree, url, recall=False, metadata=False)
     lines, density = unlink(first.get("text") or "")
-    text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines).split("\n"), anchors), anchors))
+    text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines, anchors).split("\n"), anchors), anchors))
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):
         return text, "trafilatura", density, lines
-    alt = "\n".join(drop_link_runs(clean(second_opinion(tree)).split("\n"), anchors))
+    alt = "\n".join(drop_link_runs(clean(second_opinion(tree), anchors).split("\n"), anchors))
     if not alt or is_footer(alt):
         return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)

@@ -28,8 +28,9 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
-from extract.tails import (HEAD_SYMBOLS, drop_trailing_labels, is_dateline, is_function_bar, is_lead_in, is_link_label,
-                          is_notice_head)
+from extract.tails import (HEAD_SYMBOLS, drop_headline_marks, drop_trailing_labels, is_dateline, is_function_bar,
+                          is_lead_in, is_link_label, is_notice_head, mark_headline_links,
+                          teaser_list_starts)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -276,6 +277,7 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
     """Where a non-body tail may begin: a dated headline run, a labelled numbered headline list, an inline
     related list, a closing line or the first of a widget repeated under every post."""
     widgets = repeated_widgets(lines)
+    yield from teaser_list_starts(lines)
     i = 1
     while i < len(lines):
         line = lines[i]
@@ -307,7 +309,7 @@ def cut_tail(lines: list[str]) -> list[str]:
     before = [0]
     for line in lines:
         before.append(before[-1] + running_chars(line))
-    for at in tail_starts(lines):
+    for at in sorted(set(tail_starts(lines))):
         if before[at] >= max(1, before[-1] - before[at]):
             return lines[:tail_labels(lines, at)]
     return lines
@@ -474,10 +476,12 @@ def rejoin(lines: list[str]) -> list[str]:
     return out
 
 
-def clean_lines(lines: list[str]) -> list[str]:
-    """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits."""
-    out = cut_tail(drop_calendars([strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]))
-    out = drop_trailing_labels(out, is_junk)
+def clean_lines(lines: list[str], anchors: set[str] | frozenset = frozenset()) -> list[str]:
+    """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits
+    (`anchors`: the page's link texts, which show a list of other stories under the body)."""
+    out = [strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]
+    out = cut_tail(drop_calendars(mark_headline_links(out, anchors)))
+    out = drop_trailing_labels(drop_headline_marks(out), is_junk)
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
     out = drop_leading_menus(cut_related(cut_footer(out)))
     return strip_edges(cut_at_end_mark(out))

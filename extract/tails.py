@@ -16,6 +16,7 @@ BAR_GROUP = re.compile(r"[【\[]\s*([^【】\[\]]{1,14}?)\s*[】\]]")
 BAR_GROUPS = 3               # a line of this many bracketed items ...
 BAR_OUTSIDE = 8              # ... with at most this many characters outside them is a function bar
 SENTENCE_PUNCT = re.compile(r"[。！？!?；;…]")
+SENTENCE_END = re.compile(r"[。！？!?…”」』]$")
 HEADING_MAX = 20             # a heading written with spaces between its characters is at most this long
 SPACED_OUT = re.compile(r"^\S(\s+\S){2,}$")
 # A notice heading that closes the article (its clauses follow: 1. 任何言论纯属作者个人观点 ...).
@@ -89,3 +90,38 @@ def drop_trailing_labels(lines: list[str], junk) -> list[str]:
 def is_lead_in(line: str) -> bool:
     """A short label ending with a colon (理论新闻精选：): under the last paragraph it introduces a list that went."""
     return bool(LEAD_IN.match(line.strip()))
+
+
+HEADLINE_LINK = "\x00"      # marks a line that is a linked headline; alone, where one was dropped (article.unlink)
+TEASER_HEADLINES = 2         # this many linked headlines after the body's last paragraph are a list of other stories
+HEADLINE_MIN, HEADLINE_MAX = 6, 40
+
+
+def is_headline_link(line: str) -> bool:
+    """A link line that reads as a headline: 6-40 characters, no sentence inside (a menu item is shorter)."""
+    t = re.sub(r"\s+", "", line)
+    return HEADLINE_MIN <= len(t) <= HEADLINE_MAX and not re.search(r"[。！？!?；;]", t[:-1])
+
+
+def mark_headline_links(lines: list[str], anchors: set[str] | frozenset) -> list[str]:
+    """Lines that are a linked headline's whole text, marked (HEADLINE_LINK in front) for teaser_list_starts."""
+    return [HEADLINE_LINK + line if is_headline_link(line) and re.sub(r"\s+", "", line) in anchors else line
+            for line in lines]
+
+
+def teaser_list_starts(lines: list[str]) -> list[int]:
+    """Where a list of other stories may begin: a linked headline right under a paragraph with TEASER_HEADLINES-1
+    more linked headlines below it (one-line teasers between them have the body's density, so only the links
+    show the list); a story's single link to another page is no list."""
+    marks = [i for i, line in enumerate(lines) if line.startswith(HEADLINE_LINK)]
+    out = []
+    for k, i in enumerate(marks):
+        above = next((x for x in reversed(lines[:i]) if x != HEADLINE_LINK), "")
+        if len(marks) - k >= TEASER_HEADLINES and SENTENCE_END.search(above.strip()):
+            out.append(i)
+    return out
+
+
+def drop_headline_marks(lines: list[str]) -> list[str]:
+    """The body without the marks: a marked headline left in the body keeps its text, a bare mark goes."""
+    return [line.lstrip(HEADLINE_LINK) for line in lines if line != HEADLINE_LINK]

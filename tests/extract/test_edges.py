@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from extract.article import extract
 from extract.boilerplate import clean_lines
 from extract.tails import compact_heading, is_dateline, is_function_bar, is_link_label
 
@@ -77,3 +78,30 @@ def test_labels_left_under_the_last_paragraph_go(tail: list[str]) -> None:
 ])
 def test_a_signature_or_a_list_of_the_body_stays(tail: list[str]) -> None:
     assert clean_lines(BODY + tail) == BODY + tail
+
+
+STORY = [P1, P2, "对以租金为主要盈利来源的共享充电宝行业，上调价格无疑是一针强心剂，目前共享充电宝市场日均订单量保持在3000万左右。"]
+TEASERS = [("央行开展千亿元逆回购操作", "央行今日开展1000亿元逆回购操作，当日无逆回购到期，实现净投放1000亿元。"),
+           ("多地出台楼市调控新政策", "近期多个城市出台楼市调控新政，涉及限购、限贷、限售等多个方面的内容。"),
+           ("共享单车押金退还困难", "不少用户反映共享单车押金难以退还，客服电话长期无人接听，投诉渠道不畅。")]
+
+
+def small_site_page(paragraphs: list[str], teasers: list[tuple[str, str]]) -> str:
+    """A small site's page without <article>: the story's paragraphs, then other stories' linked headlines with a
+    one-line teaser each, in the same container."""
+    return ("<html><head><title>龙湖集团中期业绩</title></head><body><div class='nav'><a href='/'>首页</a></div>"
+            "<div class='main'><h1>龙湖集团中期业绩</h1>" + "".join(f"<p>{p}</p>" for p in paragraphs)
+            + "".join(f"<h3><a href='/a{i}.html'>{h}</a></h3><p>{t}</p>" for i, (h, t) in enumerate(teasers))
+            + "</div><div class='footer'>Copyright 2019</div></body></html>")
+
+
+@pytest.mark.parametrize("paragraphs", [STORY, STORY * 3], ids=["short story (densest block)", "long story (trafilatura)"])
+def test_other_stories_with_teasers_under_the_body_are_cut(paragraphs: list[str]) -> None:
+    """The teasers have the body's density; the linked headlines above them show the list."""
+    assert extract(small_site_page(paragraphs, TEASERS)).text.split("\n") == paragraphs
+
+
+def test_one_linked_headline_in_the_body_stays() -> None:
+    """A story's single link to another story, with its text under it, is not a list of other stories."""
+    lines = clean_lines(STORY[:2] + ["央行开展千亿元逆回购操作", STORY[2]], {"央行开展千亿元逆回购操作"})
+    assert lines == STORY[:2] + ["央行开展千亿元逆回购操作", STORY[2]]
