@@ -48,6 +48,15 @@ def compact_heading(line: str) -> str:
     return t
 
 
+# A forum or blog program's credit and its page counter: the page's footer, whatever the site.
+SOFTWARE_FOOTER = re.compile(r"^(Powered\s+by\b|Processed\s+in\s+[\d.]+\s*s|查看完整版本\s*[:：])", re.I)
+
+
+def is_software_footer(line: str) -> bool:
+    """'Powered by …', 'Processed in 0.01 second', 查看完整版本: a forum or blog program's footer line."""
+    return bool(SOFTWARE_FOOTER.match(line.strip()))
+
+
 def is_notice_head(line: str) -> bool:
     """A notice heading on a line of its own (郑重声明, 【免责声明】): the site's terms follow, not the story."""
     return bool(NOTICE_HEAD.match(compact_heading(line)))

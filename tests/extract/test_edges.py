@@ -20,6 +20,7 @@ BODY = [P1, P2]
     ["■相关链接", "龙湖集团中期业绩发布(07/13 08:41)龙湖集团上调全年目标"],
     ["● 我来说两句", "-- 给编辑写信", "搜狐商城"],
     ["郑 重 声 明", "1. 任何言论纯属作者个人观点，与本站无关；", "2. 禁止发表违反国家法律、法规的言论、信息；"],
+    ["页:", "查看完整版本:", "社会资本与再就业", "Powered by", "Discuz! Archiver", "5.0.0"],
 ])
 def test_function_bars_and_bulleted_or_spaced_headings_end_the_article(tail: list[str]) -> None:
     assert clean_lines(BODY + tail) == BODY
