@@ -28,9 +28,9 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
-from extract.tails import (HEAD_SYMBOLS, drop_headline_marks, drop_trailing_labels, is_dateline, is_function_bar,
-                          is_lead_in, is_link_label, is_notice_head, is_software_footer, mark_headline_links,
-                          teaser_list_starts)
+from extract.tails import (HEAD_SYMBOLS, drop_headline_marks, drop_trailing_labels, is_closing_line,
+                          is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head, is_software_footer,
+                          mark_headline_links, teaser_list_starts)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -282,7 +282,7 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
     while i < len(lines):
         line = lines[i]
         if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line) \
-                or is_function_bar(line) or is_notice_head(line) or is_software_footer(line):
+                or is_function_bar(line) or is_notice_head(line) or is_software_footer(line) or is_closing_line(line):
             yield i
         elif widgets and widget_key(line) in widgets:
             widgets.discard(widget_key(line))

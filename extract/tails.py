@@ -52,6 +52,19 @@ def compact_heading(line: str) -> str:
 SOFTWARE_FOOTER = re.compile(r"^(Powered\s+by\b|Processed\s+in\s+[\d.]+\s*s|查看完整版本\s*[:：])", re.I)
 
 
+# Lines a news app or portal puts under every story: an app prompt, the channel it came from, report and
+# correction buttons, a share prompt, the previous/next story, the story's tags.
+CLOSING = re.compile(r"^((打开|下载).{0,12}(APP|App|app|客户端).{0,16}|本文来自.{0,20}(客户端|APP|App|公众号|号)[。.]?|"
+                     r"举报|反馈|举报\s*/\s*反馈|纠错|【纠错】|扫一扫.{0,10}|(上一篇|下一篇|上一条|下一条)\s*[:：].{1,40}|"
+                     r"(标签|关键词|文章关键词|关键字|Tags?)\s*[:：].{0,40})$")
+
+
+def is_closing_line(line: str) -> bool:
+    """A line that closes a story on a portal or in an app (打开APP阅读更多, 举报/反馈, 上一篇：…, 标签：…)."""
+    t = line.strip()
+    return len(t) <= 60 and bool(CLOSING.match(t))
+
+
 def is_software_footer(line: str) -> bool:
     """'Powered by …', 'Processed in 0.01 second', 查看完整版本: a forum or blog program's footer line."""
     return bool(SOFTWARE_FOOTER.match(line.strip()))

@@ -106,3 +106,12 @@ def test_one_linked_headline_in_the_body_stays() -> None:
     """A story's single link to another story, with its text under it, is not a list of other stories."""
     lines = clean_lines(STORY[:2] + ["央行开展千亿元逆回购操作", STORY[2]], {"央行开展千亿元逆回购操作"})
     assert lines == STORY[:2] + ["央行开展千亿元逆回购操作", STORY[2]]
+
+
+@pytest.mark.parametrize("tail", [
+    ["打开APP阅读更多精彩内容"], ["本文来自澎湃新闻客户端"], ["扫一扫在手机打开当前页"], ["举报/反馈"],
+    ["上一篇：央行开展逆回购操作", "下一篇：多地出台楼市新政"], ["标签：龙湖 地产 上市"],
+])
+def test_portal_and_app_closing_lines_end_the_article(tail: list[str]) -> None:
+    assert clean_lines(BODY + tail) == BODY
+
