@@ -28,7 +28,7 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
-from extract.tails import (HEAD_SYMBOLS, drop_headline_marks, drop_trailing_labels, is_closing_line,
+from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
                           is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head, is_software_footer,
                           mark_headline_links, teaser_list_starts)
 
@@ -385,6 +385,8 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
             m = pattern.search(line)
             if m and name not in out:
                 out[name] = m.group(1).strip()
+        if "source" not in out and dateline_source(line):   # SITE 2005年3月11日12:12 来源：[ 人民网 ]
+            out["source"] = dateline_source(line)
     return out
 
 

@@ -84,6 +84,16 @@ def is_dateline(line: str) -> bool:
     return bool(DATETIME.search(t) or (re.search(DATE, t) and META_WORD.search(t)))
 
 
+DATELINE_SOURCE = re.compile(r"(?:来源|稿源)\s*[:：]\s*[\[【(（]?\s*([^\s\[\]【】()（）:：|｜]{2,30})")
+
+
+def dateline_source(line: str) -> str:
+    """The outlet a dateline names (BUSINESS.SOHU.COM 2005年3月11日12:12 来源：[ 人民网 ] -> 人民网), '' if none:
+    the line leaves the body, its data goes to the source field."""
+    m = DATELINE_SOURCE.search(line) if is_dateline(line) else None
+    return m.group(1) if m else ""
+
+
 def is_link_label(line: str) -> bool:
     """A label and a web address alone on a line (Trackback: http://…, 你可以使用这个链接引用该篇文章 http://…)."""
     return bool(LINK_LABEL.match(line.strip()))
