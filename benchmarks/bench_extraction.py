@@ -323,11 +323,13 @@ def run(repeat: int, split: str = "all") -> dict:
 
 
 def tail_lines(text: str) -> int:
-    """Lines of an article's tail left in a body: dated headlines, related headings, share/disclaimer lines."""
+    """Lines of an article's tail left in a body: dated headlines, related headings, share/disclaimer lines, page-function
+    bars and portal closing lines."""
     from extract.boilerplate import RELATED_HEAD, RELATED_INLINE, TAIL_MARK, is_stamp
+    from extract.tails import is_closing_line, is_function_bar, is_notice_head
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     return sum(is_stamp(x) or bool(TAIL_MARK.search(x) or RELATED_INLINE.search(x) or RELATED_HEAD.match(x))
-               for x in lines)
+               or is_function_bar(x) or is_closing_line(x) or is_notice_head(x) for x in lines)
 
 
 def tail_checks(split: str) -> list[dict]:
