@@ -29,8 +29,8 @@ from typing import Iterator
 
 from extract.calendars import drop_calendars
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
-                          is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head, is_software_footer,
-                          mark_headline_links, teaser_list_starts)
+                          is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
+                          is_software_footer, item_start, mark_headline_links, teaser_list_starts)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -235,7 +235,7 @@ LABEL_MAX = 16               # a column label above a tail (重点推荐, 证券
 
 def is_stamp(line: str) -> bool:
     """A date-stamped headline line (or a bare date or time) of a recommendation list."""
-    return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line))
+    return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line) or is_dated_headline(line))
 
 
 # A forum thread's reply list: "标题【作者】08-11 16:58 138字 [140/0]" (several may share one line).
@@ -291,7 +291,8 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
                 and len(lines) >= i + STAMP_RUN:
             yield i - 1   # a column's numbered headlines under its name (时报观察 / 1、... 2、... 3、...)
         elif is_stamp(line) and sum(map(is_stamp, lines[i:i + STAMP_WINDOW])) >= STAMP_RUN:
-            yield i - 1 if i > 1 and headline_above(lines, i) else i
+            start = item_start(lines, i, is_stamp)
+            yield start if start is not None else i - 1 if i > 1 and headline_above(lines, i) else i
             while i + 1 < len(lines) and (is_stamp(lines[i + 1]) or not running_chars(lines[i + 1])):
                 i += 1   # the rest of this run
         i += 1

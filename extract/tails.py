@@ -157,3 +157,38 @@ def teaser_list_starts(lines: list[str]) -> list[int]:
 def drop_headline_marks(lines: list[str]) -> list[str]:
     """The body without the marks: a marked headline left in the body keeps its text, a bare mark goes."""
     return [line.lstrip(HEADLINE_LINK) for line in lines if line != HEADLINE_LINK]
+
+
+# A headline of a recommendation list dated in the ways extract.boilerplate.STAMP leaves out: month-day (and time)
+# at its end or start, a time at its start, a 年月日 date after the headline, a relative time (3小时前, 昨天 07:42).
+DATED_HEADLINE = re.compile(
+    r"\S\s+\d{1,2}[-/]\d{1,2}(\s+\d{1,2}:\d{2})?$"
+    r"|^(\d{4}[-/.])?\d{1,2}[-/.]\d{1,2}(\s+\d{1,2}:\d{2})?\s+[^\d\s]"
+    r"|^\d{1,2}:\d{2}\s+[^\d\s]"
+    r"|[\u4e00-\u9fff]{4}.*\s\d{4}年\d{1,2}月\d{1,2}日(\s*\d{1,2}:\d{2})?$"
+    r"|(^|\s)(\d+\s*(秒|分钟|小时|天)前|刚刚|(昨天|今天|前天)\s*\d{1,2}:\d{2})$")
+HEADLINE_PUNCT = re.compile(r"[。！？!?，,；;]")
+
+
+def is_dated_headline(line: str) -> bool:
+    """A short line without a sentence whose date or time says it is a list's headline (央行开展逆回购操作 09-30,
+    07:42 多地出台楼市新政, 3小时前): a chronology in a body writes sentences."""
+    t = line.strip()
+    return not HEADLINE_PUNCT.search(t) and bool(DATED_HEADLINE.search(t))
+
+
+PERIOD_MAX = 5               # a dated list's items (headline, teaser, date, time) are at most this many lines each
+
+
+def item_start(lines: list[str], i: int, stamped) -> int | None:
+    """Where the first item of a dated list whose first date is at i begins, when items repeat every p lines
+    (headline / one-line teaser / date / time): the headline above the date; None when the lines above are no item."""
+    run = next((k - i for k in range(i, len(lines)) if not stamped(lines[k])), len(lines) - i)
+    nxt = next((k for k in range(i + run, min(len(lines), i + PERIOD_MAX + 1)) if stamped(lines[k])), None)
+    if nxt is None:
+        return None
+    start = i - (nxt - i - run)
+    if start >= i or start < 1 or any(stamped(lines[k]) for k in range(start, i)):
+        return None
+    head = lines[start].strip()
+    return start if len(head) <= HEADLINE_MAX and not HEADLINE_PUNCT.search(head) else None

@@ -115,3 +115,34 @@ def test_one_linked_headline_in_the_body_stays() -> None:
 def test_portal_and_app_closing_lines_end_the_article(tail: list[str]) -> None:
     assert clean_lines(BODY + tail) == BODY
 
+
+
+HEADLINES = ["央行开展逆回购操作", "多地出台楼市新政", "共享单车押金难退", "新能源车销量创新高"]
+TEASER = "这是导语，讲了一些事情。"
+
+
+@pytest.mark.parametrize("tail", [
+    [h + " 09-30" for h in HEADLINES],
+    [h + " 09-30 07:42" for h in HEADLINES],
+    ["2019-09-30 " + h for h in HEADLINES],
+    ["07:42 " + h for h in HEADLINES],
+    [h + " 3小时前" for h in HEADLINES],
+    [h + " 2019年09月30日" for h in HEADLINES],
+    [x for h in HEADLINES for x in (h, "3小时前")],
+], ids=["month-day", "month-day time", "date first", "time first", "relative", "年月日 after", "relative alone"])
+def test_headlines_dated_in_other_ways_end_the_article(tail: list[str]) -> None:
+    assert clean_lines(BODY + tail) == BODY
+
+
+@pytest.mark.parametrize("item", [["{h}", TEASER, "2019-09-30"], ["{h}", TEASER, "2019-09-30", "07:42"]],
+                         ids=["headline/teaser/date", "headline/teaser/date/time"])
+def test_a_dated_list_goes_from_its_first_headline_above_the_teaser(item: list[str]) -> None:
+    tail = [x.format(h=h) for h in HEADLINES for x in item]
+    assert clean_lines(BODY + tail) == BODY
+
+
+def test_a_chronology_written_in_sentences_stays() -> None:
+    """Dated lines that are sentences (a comma inside) are the story's, even at its end."""
+    chronology = ["2019-09-30 07:42，央行开展逆回购操作。", "2019-10-08 09:15，多地出台楼市新政。",
+                  "2019-10-09 10:00，共享单车押金难退问题引起关注。"]
+    assert clean_lines(BODY + chronology) == BODY + chronology
