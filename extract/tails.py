@@ -32,6 +32,8 @@ LINK_LABEL = re.compile(r"^[^。！？!?，,]{0,30}?[:：]?\s*https?://\S+$")
 
 def is_function_bar(line: str) -> bool:
     """A row of page functions: 3+ short bracketed items (【推荐】【打印】【关闭】) and a few characters besides."""
+    if "【" not in line and "[" not in line:
+        return False
     groups = BAR_GROUP.findall(line)
     if len(groups) < BAR_GROUPS or not all(re.search(r"[\u4e00-\u9fffA-Za-z]", g) for g in groups):
         return False
@@ -72,7 +74,7 @@ def is_software_footer(line: str) -> bool:
 
 def is_notice_head(line: str) -> bool:
     """A notice heading on a line of its own (郑重声明, 【免责声明】): the site's terms follow, not the story."""
-    return bool(NOTICE_HEAD.match(compact_heading(line)))
+    return len(line) <= 2 * HEADING_MAX and "明" in line and bool(NOTICE_HEAD.match(compact_heading(line)))
 
 
 def is_dateline(line: str) -> bool:
@@ -90,7 +92,7 @@ DATELINE_SOURCE = re.compile(r"(?:来源|稿源)\s*[:：]\s*[\[【(（]?\s*([^\s
 def dateline_source(line: str) -> str:
     """The outlet a dateline names (BUSINESS.SOHU.COM 2005年3月11日12:12 来源：[ 人民网 ] -> 人民网), '' if none:
     the line leaves the body, its data goes to the source field."""
-    m = DATELINE_SOURCE.search(line) if is_dateline(line) else None
+    m = DATELINE_SOURCE.search(line) if ("来源" in line or "稿源" in line) and is_dateline(line) else None
     return m.group(1) if m else ""
 
 
@@ -137,8 +139,10 @@ def is_headline_link(line: str) -> bool:
 
 def mark_headline_links(lines: list[str], anchors: set[str] | frozenset) -> list[str]:
     """Lines that are a linked headline's whole text, marked (HEADLINE_LINK in front) for teaser_list_starts."""
-    return [HEADLINE_LINK + line if is_headline_link(line) and re.sub(r"\s+", "", line) in anchors else line
-            for line in lines]
+    if not anchors:
+        return lines
+    return [HEADLINE_LINK + line if len(line) <= 2 * HEADLINE_MAX and "".join(line.split()) in anchors
+            and is_headline_link(line) else line for line in lines]
 
 
 def teaser_list_starts(lines: list[str]) -> list[int]:
@@ -174,7 +178,7 @@ def is_dated_headline(line: str) -> bool:
     """A short line without a sentence whose date or time says it is a list's headline (央行开展逆回购操作 09-30,
     07:42 多地出台楼市新政, 3小时前): a chronology in a body writes sentences."""
     t = line.strip()
-    return not HEADLINE_PUNCT.search(t) and bool(DATED_HEADLINE.search(t))
+    return bool(DATED_HEADLINE.search(t)) and not HEADLINE_PUNCT.search(t)
 
 
 PERIOD_MAX = 5               # a dated list's items (headline, teaser, date, time) are at most this many lines each
