@@ -62,7 +62,9 @@ SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频�
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
 MARKS = re.compile(r"([\x01\x02])")
 SPACE_CHARS = re.compile(r"\s")
-LINK_MD_SPAN = re.compile(r"\[((?:\\[\[\]]|[^\[\]]){0,300})\]\(([^)\n]{0,500})\)")   # link text may hold \[ \]
+# link text may hold \[ \]; an address may hold one level of parentheses (javascript:history.go(-1)) or be written
+# between angle brackets (<javascript:…(…(…))…>)
+LINK_MD_SPAN = re.compile(r"\[((?:\\[\[\]]|[^\[\]]){0,300})\]\((<[^>\n]{0,1000}>|(?:[^()\n]|\([^()\n]{0,100}\)){0,500})\)")
 
 
 class NotArticle(ValueError):

@@ -146,3 +146,15 @@ def test_a_chronology_written_in_sentences_stays() -> None:
     chronology = ["2019-09-30 07:42，央行开展逆回购操作。", "2019-10-08 09:15，多地出台楼市新政。",
                   "2019-10-09 10:00，共享单车押金难退问题引起关注。"]
     assert clean_lines(BODY + chronology) == BODY + chronology
+
+
+@pytest.mark.parametrize("markdown", [
+    "【字体：[大](javascript:doZoom(16)) [中](javascript:doZoom(14)) [小](javascript:doZoom(12))】",
+    "[<< 返回上一页](javascript:history.go(-1))",
+    "【[收藏本文](<javascript:t=d.selection?(d.selection.type!='None'?d.createRange().text:''):(d.getSelection())>)】",
+])
+def test_links_whose_address_holds_parentheses_leave_no_markup(markdown: str) -> None:
+    """A script address with parentheses (or written between angle brackets) is still a link: no ')' left over."""
+    from extract.article import unlink
+    lines, _ = unlink(f"{P1}\n{markdown}")
+    assert not any(")" in line or "javascript" in line for line in lines)
