@@ -14,6 +14,8 @@ look different to SimHash and hide copies.  Every rule here was checked against 
   "相关报道：· ..." list, a share or print bar, a 来源/责任编辑/原标题 line or a copyright/disclaimer
   notice starts what is not body, and it goes with everything after it (and the column labels just above
   it) -- judged by structure, so it holds on a site's first page; channel menus above the first paragraph go;
+* structural edge marks (extract.tails): page-function bars, bulleted or spaced-out headings, datelines, link
+  labels, app closing lines, a list of other stories (linked headlines with teasers), other dated headlines;
 * widgets (extract.calendars, extract.linklists): a blog's calendar, a link list between paragraphs with its label
   (今日焦点：, or 今/日/推/荐 one character a line); forum chrome at the edges (the poster's 级别/积分 panel,
   the 楼主 post header, pagers, read counters) and a thread's reply list (回复线索, 【作者】08-11 16:58 entries);
