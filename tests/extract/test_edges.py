@@ -158,3 +158,11 @@ def test_links_whose_address_holds_parentheses_leave_no_markup(markdown: str) ->
     from extract.article import unlink
     lines, _ = unlink(f"{P1}\n{markdown}")
     assert not any(")" in line or "javascript" in line for line in lines)
+
+
+@pytest.mark.parametrize("tail", [
+    ["热门评论", "网友A：说得好", "网友B：支持"], ["全部评论(3)", "网友A：说得好"],
+    ["24小时热文", "央行开展逆回购操作", "多地出台楼市新政"], ["本周排行榜", "1 央行开展逆回购操作", "2 多地出台楼市新政"],
+])
+def test_comment_and_ranking_headings_cut_the_block_below(tail: list[str]) -> None:
+    assert clean_lines(BODY + tail) == BODY
