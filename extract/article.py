@@ -41,6 +41,7 @@ from extract.linklists import drop_link_runs
 from extract.tails import HEADLINE_LINK, is_headline_link
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
+from extract.script import is_traditional, restore, to_simplified
 from extract.sniff import binary_reason, is_empty
 from extract.version import EXTRACT_VERSION
 
@@ -58,6 +59,7 @@ BUILTIN_SELECTORS = (
 )
 LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继续)|登录/注册|会员专享|付费阅读|订阅后阅读|"
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
+TITLE_SEPARATOR = re.compile(r"\s+[|｜\-–—_]\s+|\s*[|｜]\s*")   # headline | channel | site
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
 MARKS = re.compile(r"([\x01\x02])")
@@ -261,8 +263,30 @@ def is_prose_block(el: lxml.html.HtmlElement) -> bool:
 
 
 def clean(lines: list[str], anchors: set[str] | frozenset = frozenset()) -> str:
-    """Boilerplate post-filter, joined one paragraph per line."""
-    return "\n".join(clean_lines([untable(line) for line in lines], anchors))
+    """Boilerplate post-filter, joined one paragraph per line (a traditional-script body through its simplified view,
+    given back in its own characters: extract.script)."""
+    lines = [untable(line) for line in lines]
+    if not is_traditional(lines):
+        return "\n".join(clean_lines(lines, anchors))
+    simple = [to_simplified(line) for line in lines]
+    return "\n".join(restore(clean_lines(simple, {to_simplified(a) for a in anchors}), lines, simple))
+
+
+def edges_stripped(text: str) -> str:
+    """strip_edges over a body, through the simplified view when it is written in traditional characters."""
+    lines = text.split("\n")
+    if not is_traditional(lines):
+        return "\n".join(strip_edges(lines))
+    simple = [to_simplified(line) for line in lines]
+    return "\n".join(restore(strip_edges(simple), lines, simple))
+
+
+def credits(raw_lines: list[str]) -> dict[str, str]:
+    """credit_fields over the raw lines, values in the page's own characters."""
+    if not is_traditional(raw_lines):
+        return credit_fields(raw_lines)
+    simple = [to_simplified(line) for line in raw_lines]
+    return {name: restore([value], raw_lines, simple)[0] for name, value in credit_fields(simple).items()}
 
 
 def unlink(text: str) -> tuple[list[str], float]:
@@ -374,9 +398,13 @@ def running_chars(text: str, anchors: set[str] | frozenset = frozenset()) -> int
 
 
 def drop_title_line(text: str, title: str | None) -> str:
-    """The headline repeated as the body's first line is not body text."""
+    """The headline repeated as the body's first line is not body text (also when the <title> adds the channel and
+    the site after a separator: 平鎮輪胎行惡火 | 社會 | 中央社 CNA)."""
     lines = text.split("\n")
-    if title and lines and re.sub(r"\s+", "", lines[0]) == re.sub(r"\s+", "", title):
+    if not title or not lines:
+        return text
+    first = re.sub(r"\s+", "", lines[0])
+    if first and first in (re.sub(r"\s+", "", title), re.sub(r"\s+", "", TITLE_SEPARATOR.split(title)[0])):
         return "\n".join(lines[1:])
     return text
 
@@ -437,10 +465,10 @@ def extract(body: bytes | str, url: str = "", headers: dict | None = None, profi
     body_text, method, density, raw_lines = body_from(tree, url, profile, fast, anchors)
     meta = page_metadata(tree, url)
     body_text = drop_title_line(body_text, meta["title"])
-    body_text = "\n".join(strip_edges(body_text.split("\n")))  # credits under a dropped headline
+    body_text = edges_stripped(body_text)  # credits under a dropped headline
     check_body(body_text, meta["title"], min_chars, density, anchors)
     return ExtractResult(
         title=meta["title"], text=body_text, date=meta["date"], author=meta["author"],
         language=language_of(tree, body_text), encoding=page.encoding,
-        method=method if page.parser == "lxml" else f"{page.parser}+{method}", **credit_fields(raw_lines),
+        method=method if page.parser == "lxml" else f"{page.parser}+{method}", **credits(raw_lines),
     )

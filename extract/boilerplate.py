@@ -32,7 +32,8 @@ from typing import Iterator
 from extract.calendars import drop_calendars
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
                           is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
-                          is_software_footer, item_start, mark_headline_links, teaser_list_starts)
+                          is_page_notice, is_report_byline, is_software_footer, item_start, mark_headline_links,
+                          teaser_list_starts)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -314,7 +315,7 @@ def cut_tail(lines: list[str]) -> list[str]:
     for line in lines:
         before.append(before[-1] + running_chars(line))
     for at in sorted(set(tail_starts(lines))):
-        if before[at] >= max(1, before[-1] - before[at]):
+        if before[at] >= max(1, before[-1] - before[at]) or (before[at] and is_page_notice(lines[at])):
             return lines[:tail_labels(lines, at)]
     return lines
 
@@ -421,7 +422,7 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     i = 0
     def edge(line: str) -> bool:
         return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
-            or is_link_label(line)
+            or is_link_label(line) or is_report_byline(line)
 
     i = 0
     while i < min(head, len(lines)) and edge(lines[i]):

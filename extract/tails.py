@@ -61,10 +61,32 @@ CLOSING = re.compile(r"^((打开|下载).{0,12}(APP|App|app|客户端).{0,16}|�
                      r"(标签|关键词|文章关键词|关键字|Tags?)\s*[:：].{0,40})$")
 
 
+# A site's cookie or privacy consent notice (本网站使用相关技术…隐私声明…代表您同意上述规范).
+CONSENT = re.compile(r"(cookie|隐私).{0,80}(同意|接受)|(同意|接受).{0,40}(cookie|隐私)", re.I)
+CONSENT_MAX = 160
+
+
 def is_closing_line(line: str) -> bool:
-    """A line that closes a story on a portal or in an app (打开APP阅读更多, 举报/反馈, 上一篇：…, 标签：…)."""
+    """A line that closes a story on a portal or in an app (打开APP阅读更多, 举报/反馈, 上一篇：…, 标签：…), or the
+    site's cookie or privacy consent notice."""
     t = line.strip()
-    return len(t) <= 60 and bool(CLOSING.match(t))
+    return (len(t) <= 60 and bool(CLOSING.match(t))) or (len(t) <= CONSENT_MAX and bool(CONSENT.search(t)))
+
+
+def is_page_notice(line: str) -> bool:
+    """A notice of the site, never of a story (a consent notice, a forum program's footer): it ends the body however
+    much text follows it (a language-switch prompt in three languages)."""
+    t = line.strip()
+    return (len(t) <= CONSENT_MAX and bool(CONSENT.search(t))) or is_software_footer(t)
+
+
+# A byline as Taiwan sites write it: 記者林悅／南市報導, 社會中心／綜合報導 (read through the simplified view).
+REPORT_BYLINE = re.compile(r"^[^，。！？,!?]{0,20}[／/|｜]\s*[^，。！？,!?]{0,10}(报导|报道)$")
+
+
+def is_report_byline(line: str) -> bool:
+    """A '…／…報導' byline: at the body's edges it is a credit, not text."""
+    return len(line) <= 40 and bool(REPORT_BYLINE.match(line.strip()))
 
 
 def is_software_footer(line: str) -> bool:
