@@ -60,6 +60,7 @@ BUILTIN_SELECTORS = (
 LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继续)|登录/注册|会员专享|付费阅读|订阅后阅读|"
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
 TITLE_SEPARATOR = re.compile(r"\s+[|｜\-–—_]\s+|\s*[|｜]\s*")   # headline | channel | site
+TITLE_PART_MIN = 4           # a part of the <title> this long repeated as the first line is the headline
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
 MARKS = re.compile(r"([\x01\x02])")
@@ -399,12 +400,13 @@ def running_chars(text: str, anchors: set[str] | frozenset = frozenset()) -> int
 
 def drop_title_line(text: str, title: str | None) -> str:
     """The headline repeated as the body's first line is not body text (also when the <title> adds the channel and
-    the site after a separator: 平鎮輪胎行惡火 | 社會 | 中央社 CNA)."""
+    the site around it after a separator: 平鎮輪胎行惡火 | 社會 | 中央社 CNA, 法国报纸摘要 - 马克龙…会面)."""
     lines = text.split("\n")
     if not title or not lines:
         return text
     first = re.sub(r"\s+", "", lines[0])
-    if first and first in (re.sub(r"\s+", "", title), re.sub(r"\s+", "", TITLE_SEPARATOR.split(title)[0])):
+    parts = [re.sub(r"\s+", "", p) for p in TITLE_SEPARATOR.split(title)]
+    if first and (first == re.sub(r"\s+", "", title) or (len(first) >= TITLE_PART_MIN and first in parts)):
         return "\n".join(lines[1:])
     return text
 

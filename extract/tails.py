@@ -99,10 +99,16 @@ def is_notice_head(line: str) -> bool:
     return len(line) <= 2 * HEADING_MAX and "明" in line and bool(NOTICE_HEAD.match(compact_heading(line)))
 
 
+EMPTY_META = re.compile(r"^[\u4e00-\u9fff]{0,4}(时间|日期|来源|作者|编辑|字号)\s*[:：]\s*$")   # 发表时间： (its value gone)
+
+
 def is_dateline(line: str) -> bool:
     """A line above the story that only dates it: a date with a time, or a date with a meta word (来源, 阅读,
-    发表于), in a short line without a sentence -- a first paragraph that opens with a date has one."""
+    发表于), in a short line without a sentence -- a first paragraph that opens with a date has one; or a date or
+    meta label whose value went with its markup (发表时间：)."""
     t = line.strip()
+    if EMPTY_META.match(t):
+        return True
     if not t or len(t) > DATELINE_MAX or DATELINE_PUNCT.search(t):
         return False
     return bool(DATETIME.search(t) or (re.search(DATE, t) and META_WORD.search(t)))

@@ -30,6 +30,7 @@ def test_function_bars_and_bulleted_or_spaced_headings_end_the_article(tail: lis
     "BUSINESS.SOHU.COM　2005年3月11日12:12 来源：[ 人民网 ]",
     "2005-02-06 13:26更新 来源：转载文章",
     "作者：  来源：  发布日期：  7/5/2005 9:23:57 PM",
+    "发表时间：",
 ])
 def test_a_dateline_above_the_first_paragraph_goes(line: str) -> None:
     assert is_dateline(line)

@@ -38,6 +38,8 @@ def test_a_consent_notice_ends_the_body_whatever_follows_it() -> None:
 
 def test_the_headline_repeated_above_the_body_goes_when_the_title_adds_channel_and_site() -> None:
     assert drop_title_line(f"平鎮輪胎行惡火 疏散7人1女命喪\n{P1}", "平鎮輪胎行惡火  疏散7人1女命喪 | 社會 | 中央社 CNA") == P1
+    assert drop_title_line(f"马克龙星期一在莫斯科与普京会面\n{P1}", "法国报纸摘要 - 马克龙星期一在莫斯科与普京会面") == P1
+    assert drop_title_line(f"社會\n{P1}", "平鎮輪胎行惡火 | 社會 | 中央社 CNA") == f"社會\n{P1}"   # too short to be sure
 
 
 def test_the_view_is_character_for_character_and_simplified_pages_pass_untouched() -> None:
