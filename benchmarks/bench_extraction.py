@@ -316,18 +316,27 @@ def run(repeat: int, split: str = "all") -> dict:
         rows.append({"page": name, "set": set_of(name), "site": site_of(name), "ours": prf(gold, ours),
                      "base": prf(gold, base), "prev": prf(gold, previous(raw)), "ms_ours": t_ours, "ms_base": t_base,
                      "base_empty": not base.strip()})
-    sentences = [{"page": name, "product": sentence in product(raw), "trafilatura": sentence in plain(raw)}
-                 for name, raw, sentence in twnews_checks() if in_split(name, split)]
+    sentences = [twnews_row(name, raw, sentence) for name, raw, sentence in twnews_checks() if in_split(name, split)]
     return {"split": split, "rows": rows, "sentences": sentences, "tails": tail_checks(split),
             "snippets": snippet_checks() if split == "all" else []}
 
 
+def twnews_row(name: str, raw: bytes, sentence: str) -> dict:
+    """A Taiwan page: its asserted sentence found or not, and the tail lines left (read in simplified script)."""
+    from extract.script import to_simplified
+    ours, base = product(raw), plain(raw)
+    return {"page": name, "product": sentence in ours, "trafilatura": sentence in base,
+            "tail_product": tail_lines(to_simplified(ours)), "tail_trafilatura": tail_lines(to_simplified(base))}
+
+
 def tail_lines(text: str) -> int:
-    """Lines of an article's tail left in a body: dated headlines, related headings, share/disclaimer lines."""
+    """Lines of an article's tail left in a body: dated headlines, related headings, share/disclaimer lines, page-function
+    bars and portal closing lines."""
     from extract.boilerplate import RELATED_HEAD, RELATED_INLINE, TAIL_MARK, is_stamp
+    from extract.tails import is_closing_line, is_function_bar, is_notice_head
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     return sum(is_stamp(x) or bool(TAIL_MARK.search(x) or RELATED_INLINE.search(x) or RELATED_HEAD.match(x))
-               for x in lines)
+               or is_function_bar(x) or is_closing_line(x) or is_notice_head(x) for x in lines)
 
 
 def tail_checks(split: str) -> list[dict]:
@@ -440,7 +449,8 @@ def report(result: dict, worst: int = 8) -> None:
               f"product {sum(f[0] for f in found)}/{len(found)}, trafilatura {sum(f[1] for f in found)}/{len(found)}")
         for s in result["sentences"]:
             print(f"  {s['page']:38s} product {'yes' if s['product'] else 'NO '}  trafilatura "
-                  f"{'yes' if s['trafilatura'] else 'NO'}")
+                  f"{'yes' if s['trafilatura'] else 'NO'}   tail lines left: product {s['tail_product']}, "
+                  f"trafilatura {s['tail_trafilatura']}")
     if result.get("tails"):
         tails = result["tails"]
         print(f"\nNetEase finance pages (cx-extractor, no gold, site 163): pages whose body keeps tail lines (dated "

@@ -38,8 +38,10 @@ import lxml.html
 
 from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges, trim_nav_runs
 from extract.linklists import drop_link_runs
+from extract.tails import HEADLINE_LINK, is_headline_link
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
+from extract.script import is_traditional, restore, to_simplified
 from extract.sniff import binary_reason, is_empty
 from extract.version import EXTRACT_VERSION
 
@@ -57,11 +59,15 @@ BUILTIN_SELECTORS = (
 )
 LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继续)|登录/注册|会员专享|付费阅读|订阅后阅读|"
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
+TITLE_SEPARATOR = re.compile(r"\s+[|｜\-–—_]\s+|\s*[|｜]\s*")   # headline | channel | site
+TITLE_PART_MIN = 4           # a part of the <title> this long repeated as the first line is the headline
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
 MARKS = re.compile(r"([\x01\x02])")
 SPACE_CHARS = re.compile(r"\s")
-LINK_MD_SPAN = re.compile(r"\[((?:\\[\[\]]|[^\[\]]){0,300})\]\(([^)\n]{0,500})\)")   # link text may hold \[ \]
+# link text may hold \[ \]; an address may hold one level of parentheses (javascript:history.go(-1)) or be written
+# between angle brackets (<javascript:…(…(…))…>)
+LINK_MD_SPAN = re.compile(r"\[((?:\\[\[\]]|[^\[\]]){0,300})\]\((<[^>\n]{0,1000}>|(?:[^()\n]|\([^()\n]{0,100}\)){0,500})\)")
 
 
 class NotArticle(ValueError):
@@ -257,9 +263,31 @@ def is_prose_block(el: lxml.html.HtmlElement) -> bool:
     return sentences >= len(text) / 2 and linked / len(text) < SIBLING_LINKS
 
 
-def clean(lines: list[str]) -> str:
-    """Boilerplate post-filter, joined one paragraph per line."""
-    return "\n".join(clean_lines([untable(line) for line in lines]))
+def clean(lines: list[str], anchors: set[str] | frozenset = frozenset()) -> str:
+    """Boilerplate post-filter, joined one paragraph per line (a traditional-script body through its simplified view,
+    given back in its own characters: extract.script)."""
+    lines = [untable(line) for line in lines]
+    if not is_traditional(lines):
+        return "\n".join(clean_lines(lines, anchors))
+    simple = [to_simplified(line) for line in lines]
+    return "\n".join(restore(clean_lines(simple, {to_simplified(a) for a in anchors}), lines, simple))
+
+
+def edges_stripped(text: str) -> str:
+    """strip_edges over a body, through the simplified view when it is written in traditional characters."""
+    lines = text.split("\n")
+    if not is_traditional(lines):
+        return "\n".join(strip_edges(lines))
+    simple = [to_simplified(line) for line in lines]
+    return "\n".join(restore(strip_edges(simple), lines, simple))
+
+
+def credits(raw_lines: list[str]) -> dict[str, str]:
+    """credit_fields over the raw lines, values in the page's own characters."""
+    if not is_traditional(raw_lines):
+        return credit_fields(raw_lines)
+    simple = [to_simplified(line) for line in raw_lines]
+    return {name: restore([value], raw_lines, simple)[0] for name, value in credit_fields(simple).items()}
 
 
 def unlink(text: str) -> tuple[list[str], float]:
@@ -267,7 +295,8 @@ def unlink(text: str) -> tuple[list[str], float]:
 
     Link texts may span lines, so links are first replaced by their text between two markers and
     the share of marked characters is counted line by line.  Related-news headings are kept (the
-    boilerplate filter needs them to cut the block that follows).
+    boilerplate filter needs them to cut the block that follows), and a linked headline leaves HEADLINE_LINK
+    (the filter cuts a list of other stories at the first of them, then drops the marks).
     """
     marked = LINK_MD_SPAN.sub(lambda m: "\x01" + m.group(1) + "\x02", text)
     lines, total, linked, inside = [], 0, 0, False
@@ -284,6 +313,8 @@ def unlink(text: str) -> tuple[list[str], float]:
         total += n_all
         linked += n_link
         if n_all and n_link / n_all >= LINK_LINE and not RELATED_HEAD.match(plain.strip()):
+            if is_headline_link(plain):
+                lines.append(HEADLINE_LINK)   # where a linked headline was: a list of other stories shows by them
             continue
         lines.append(plain)
     return lines, (linked / total if total else 0.0)
@@ -306,15 +337,15 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
     if chosen is not None:
         el, name = chosen
         raw = container_lines(el)
-        text = clean(raw)
+        text = clean(raw, anchors)
         return text, f"selector:{name}", link_density(text, anchors), raw
     first = run_trafilatura(tree, url, recall=False, metadata=False)
     lines, density = unlink(first.get("text") or "")
-    text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines).split("\n"), anchors), anchors))
+    text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines, anchors).split("\n"), anchors), anchors))
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):
         return text, "trafilatura", density, lines
-    alt = "\n".join(drop_link_runs(clean(second_opinion(tree)).split("\n"), anchors))
+    alt = "\n".join(drop_link_runs(clean(second_opinion(tree), anchors).split("\n"), anchors))
     if not alt or is_footer(alt):
         return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)
@@ -368,9 +399,14 @@ def running_chars(text: str, anchors: set[str] | frozenset = frozenset()) -> int
 
 
 def drop_title_line(text: str, title: str | None) -> str:
-    """The headline repeated as the body's first line is not body text."""
+    """The headline repeated as the body's first line is not body text (also when the <title> adds the channel and
+    the site around it after a separator: 平鎮輪胎行惡火 | 社會 | 中央社 CNA, 法国报纸摘要 - 马克龙…会面)."""
     lines = text.split("\n")
-    if title and lines and re.sub(r"\s+", "", lines[0]) == re.sub(r"\s+", "", title):
+    if not title or not lines:
+        return text
+    first = re.sub(r"\s+", "", lines[0])
+    parts = [re.sub(r"\s+", "", p) for p in TITLE_SEPARATOR.split(title)]
+    if first and (first == re.sub(r"\s+", "", title) or (len(first) >= TITLE_PART_MIN and first in parts)):
         return "\n".join(lines[1:])
     return text
 
@@ -431,10 +467,10 @@ def extract(body: bytes | str, url: str = "", headers: dict | None = None, profi
     body_text, method, density, raw_lines = body_from(tree, url, profile, fast, anchors)
     meta = page_metadata(tree, url)
     body_text = drop_title_line(body_text, meta["title"])
-    body_text = "\n".join(strip_edges(body_text.split("\n")))  # credits under a dropped headline
+    body_text = edges_stripped(body_text)  # credits under a dropped headline
     check_body(body_text, meta["title"], min_chars, density, anchors)
     return ExtractResult(
         title=meta["title"], text=body_text, date=meta["date"], author=meta["author"],
         language=language_of(tree, body_text), encoding=page.encoding,
-        method=method if page.parser == "lxml" else f"{page.parser}+{method}", **credit_fields(raw_lines),
+        method=method if page.parser == "lxml" else f"{page.parser}+{method}", **credits(raw_lines),
     )

@@ -14,6 +14,8 @@ look different to SimHash and hide copies.  Every rule here was checked against 
   "相关报道：· ..." list, a share or print bar, a 来源/责任编辑/原标题 line or a copyright/disclaimer
   notice starts what is not body, and it goes with everything after it (and the column labels just above
   it) -- judged by structure, so it holds on a site's first page; channel menus above the first paragraph go;
+* structural edge marks (extract.tails): page-function bars, bulleted or spaced-out headings, datelines, link
+  labels, app closing lines, a list of other stories (linked headlines with teasers), other dated headlines;
 * widgets (extract.calendars, extract.linklists): a blog's calendar, a link list between paragraphs with its label
   (今日焦点：, or 今/日/推/荐 one character a line); forum chrome at the edges (the poster's 级别/积分 panel,
   the 楼主 post header, pagers, read counters) and a thread's reply list (回复线索, 【作者】08-11 16:58 entries);
@@ -28,6 +30,10 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
+from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
+                          is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
+                          is_page_notice, is_report_byline, is_software_footer, item_start, mark_headline_links,
+                          teaser_list_starts)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -113,10 +119,12 @@ TRAILING_CREDIT = re.compile(r"(?<=[。！？!?”])\s*(责任编辑|责编|编�
 EDGE_MAX_LEN = 60
 
 RELATED_HEAD = re.compile(
-    r"^[\s【\[\\|｜]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
+    rf"^[\s【\[\\|｜{HEAD_SYMBOLS}]*(相关新闻|相关阅读|延伸阅读|推荐阅读|相关推荐|热门推荐|猜你喜欢|相关文章|热点推荐|精彩推荐|"
     r"延伸\s*[·•・]\s*推荐|更多精彩|往期回顾|往期推荐|热门文章|大家都在看|为您推荐|今日推荐|最新文章|"
     r"相关报道|点击排行|热门排行|热点新闻|相关链接|推荐新闻|相关专题|热门资讯|最新资讯|上一篇|下一篇|"
-    r"为你推荐|新闻评论|热帖|热词|回复线索|相关帖子|相关主题)[\s】\]:：>]*$")
+    r"为你推荐|新闻评论|热帖|热词|回复线索|相关帖子|相关主题|我来说两句|发表评论|网友评论|请?发表您?的?看法|"
+    r"(\d{1,2}小时|今日|本周|一周|本月)?(热门|热点|最新|精彩|全部|网友)?(评论|热文|热榜|排行榜?)\s*(\(\d+\)|（\d+）)?)"
+    r"[\s】\]:：>]*$")
 
 NOVEL_INLINE = [re.compile(p) for p in (
     r"[（(]?\s*手机用户请(浏览|访问|到)[^\s，。）)]{0,40}(阅读|访问)?[，,]?\s*(更优质的|更好的)?(阅读体验)?[。.]?\s*[)）]?",
@@ -231,7 +239,7 @@ LABEL_MAX = 16               # a column label above a tail (重点推荐, 证券
 
 def is_stamp(line: str) -> bool:
     """A date-stamped headline line (or a bare date or time) of a recommendation list."""
-    return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line))
+    return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line) or is_dated_headline(line))
 
 
 # A forum thread's reply list: "标题【作者】08-11 16:58 138字 [140/0]" (several may share one line).
@@ -273,10 +281,12 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
     """Where a non-body tail may begin: a dated headline run, a labelled numbered headline list, an inline
     related list, a closing line or the first of a widget repeated under every post."""
     widgets = repeated_widgets(lines)
+    yield from teaser_list_starts(lines)
     i = 1
     while i < len(lines):
         line = lines[i]
-        if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line):
+        if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line) \
+                or is_function_bar(line) or is_notice_head(line) or is_software_footer(line) or is_closing_line(line):
             yield i
         elif widgets and widget_key(line) in widgets:
             widgets.discard(widget_key(line))
@@ -285,7 +295,8 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
                 and len(lines) >= i + STAMP_RUN:
             yield i - 1   # a column's numbered headlines under its name (时报观察 / 1、... 2、... 3、...)
         elif is_stamp(line) and sum(map(is_stamp, lines[i:i + STAMP_WINDOW])) >= STAMP_RUN:
-            yield i - 1 if i > 1 and headline_above(lines, i) else i
+            start = item_start(lines, i, is_stamp)
+            yield start if start is not None else i - 1 if i > 1 and headline_above(lines, i) else i
             while i + 1 < len(lines) and (is_stamp(lines[i + 1]) or not running_chars(lines[i + 1])):
                 i += 1   # the rest of this run
         i += 1
@@ -303,8 +314,8 @@ def cut_tail(lines: list[str]) -> list[str]:
     before = [0]
     for line in lines:
         before.append(before[-1] + running_chars(line))
-    for at in tail_starts(lines):
-        if before[at] >= max(1, before[-1] - before[at]):
+    for at in sorted(set(tail_starts(lines))):
+        if before[at] >= max(1, before[-1] - before[at]) or (before[at] and is_page_notice(lines[at])):
             return lines[:tail_labels(lines, at)]
     return lines
 
@@ -379,6 +390,8 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
             m = pattern.search(line)
             if m and name not in out:
                 out[name] = m.group(1).strip()
+        if "source" not in out and dateline_source(line):   # SITE 2005年3月11日12:12 来源：[ 人民网 ]
+            out["source"] = dateline_source(line)
     return out
 
 
@@ -408,14 +421,15 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     i = 0
     def edge(line: str) -> bool:
-        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line)
+        return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
+            or is_link_label(line) or is_report_byline(line)
 
     i = 0
     while i < min(head, len(lines)) and edge(lines[i]):
         i += 1
     lines = lines[i:]
     j = len(lines)
-    while j > 0 and len(lines) - j < tail and edge(lines[j - 1]):
+    while j > 0 and len(lines) - j < tail and (edge(lines[j - 1]) or (j > 1 and is_lead_in(lines[j - 1]))):
         j -= 1
     lines = lines[:j]
     if lines:
@@ -469,9 +483,12 @@ def rejoin(lines: list[str]) -> list[str]:
     return out
 
 
-def clean_lines(lines: list[str]) -> list[str]:
-    """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits."""
-    out = cut_tail(drop_calendars([strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]))
+def clean_lines(lines: list[str], anchors: set[str] | frozenset = frozenset()) -> list[str]:
+    """The full post-filter: inline novel ads, the article's tail, whole-line junk, related blocks, edge credits
+    (`anchors`: the page's link texts, which show a list of other stories under the body)."""
+    out = [strip_novel_ads(BULLET.sub("", line.strip())) for line in lines]
+    out = cut_tail(drop_calendars(mark_headline_links(out, anchors)))
+    out = drop_trailing_labels(drop_headline_marks(out), is_junk)
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
     out = drop_leading_menus(cut_related(cut_footer(out)))
     return strip_edges(cut_at_end_mark(out))

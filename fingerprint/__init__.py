@@ -12,9 +12,10 @@ from fingerprint.normalize import normalize
 from fingerprint.simhash import hamming, simhash, similarity, to_signed, to_unsigned
 from fingerprint.tokens import Tokenizer
 from fingerprint.version import FINGERPRINT_VERSION
+from fingerprint._tables import t2s_map as t2s_table   # traditional -> simplified, char for char (extract.script)
 
 __all__ = [
     "Assignment", "DnaParams", "FINGERPRINT_VERSION", "Fingerprints", "HammingIndex", "SinglePass",
     "Tokenizer", "content_hash", "dna", "dna_containment", "fingerprint_text", "hamming", "normalize",
-    "simhash", "similarity", "to_signed", "to_unsigned",
+    "simhash", "similarity", "t2s_table", "to_signed", "to_unsigned",
 ]

@@ -64,3 +64,12 @@ def test_a_rights_reservation_leaves_the_body_for_the_rights_field() -> None:
     assert result.text.split("\n") == [P1, P2, P3]
     assert result.rights == notice.strip("【】")
     assert credit_fields(["他说，未经授权的使用是不被允许的。", "声明：本文仅代表作者个人观点，不构成投资建议。"]) == {}
+
+
+def test_a_datelines_source_becomes_the_source_field() -> None:
+    """The dateline above the story leaves the body (extract.tails.is_dateline); the outlet it names is data."""
+    page = PAGE.replace("<p>来源：每日经济新闻</p>", "<p>BUSINESS.SOHU.COM　2005年3月11日12:12 来源：[ 人民网 ]</p>")
+    result = extract(page.encode("utf-8"))
+    assert result.text.split("\n") == [P1, P2, P3]
+    assert result.source == "人民网"
+    assert credit_fields(["2005年3月11日，记者从人民网来源渠道获悉：龙湖集团将发债。"]) == {}
