@@ -53,7 +53,7 @@ def matches() -> Any:
         mq = exact_site(parse_match_query(request.args, current_app.config["PER_PAGE"]))
     except BadFilter as exc:
         return jsonify(error=str(exc)), 400
-    docs, nxt = get_store().find_matches(mq, LIST_FIELDS)
+    docs, nxt = get_store().matches.find(mq, LIST_FIELDS)
     return jsonify(items=[jsonable({**d, "id": str(d["_id"])}) for d in docs], next=nxt)
 
 

@@ -108,7 +108,7 @@ def _matches(args: argparse.Namespace) -> int:
     fields = ("suspect_url", "site", "title", "source_id", "score", "status", "created")
     if not args.json:
         print("id\tstatus\tscore\tsource_id\tsuspect_url")
-    for m in store.iter_matches(mq, limit=args.limit):
+    for m in store.matches.each(mq, limit=args.limit):
         row = {k: m.get(k) for k in fields}
         row["id"] = str(m["_id"])
         row["created"] = row["created"].isoformat() if hasattr(row["created"], "isoformat") else row["created"]

@@ -40,7 +40,7 @@ def index() -> Any:
     """Today's picture; the aggregations are cached and refreshed in the background."""
     store = get_store()
     ttl = current_app.config.get("DASHBOARD_CACHE_SECONDS", CACHE_SECONDS)
-    stats = admin_cache().get("stats", ttl, store.dashboard_stats,
+    stats = admin_cache().get("stats", ttl, store.matches.dashboard_stats,
                          wait=current_app.config.get("DASHBOARD_WAIT_SECONDS", 1.0))
     chart = svg_stacked_bars(stats["days"], stats["series"]) if stats else None
     recent = store.watch.matches_since(datetime.now(timezone.utc) - RECENT)  # uncached: minutes matter here

@@ -25,7 +25,7 @@ def index() -> Any:
     clusters, more = store.duplicate_clusters(q, page)
     urls = [u for c in clusters for u in [c.get("original_url")] + [d.get("url") for d in c["copies"]] if u]
     return render_template("duplicates/index.html", clusters=clusters, more=more, q=q, page=page,
-                           safe_href=safe_href, match_of=store.match_ids_for_urls(urls))
+                           safe_href=safe_href, match_of=store.matches.ids_for_urls(urls))
 
 
 def copy_text(d: dict) -> tuple[str, str]:
@@ -36,8 +36,8 @@ def copy_text(d: dict) -> tuple[str, str]:
     from admin.matches import suspect_view
 
     store = get_store()
-    match_id = store.match_ids_for_urls([d.get("url")]).get(d.get("url"))
-    match = store.get_match(match_id) if match_id else None
+    match_id = store.matches.ids_for_urls([d.get("url")]).get(d.get("url"))
+    match = store.matches.get(match_id) if match_id else None
     text = suspect_view(match)["text"] if match else ""
     return text, "match" if text else "none"
 

@@ -119,7 +119,7 @@ def capture_files(store: Any, match: dict, ca_path: str) -> dict[str, bytes]:
 
 def pack_files(store: Any, match_id: str, ca_path: str = "") -> tuple[dict, dict[str, bytes]]:
     """(record, {name: bytes}) of one match's pack, manifest included; LookupError without a snapshot."""
-    match = store.get_match(match_id)
+    match = store.matches.get(match_id)
     if not match:
         raise LookupError(f"no match with id {match_id!r}")
     rec = store.evidence_for(match)

@@ -29,7 +29,7 @@ def load_match(match_id: str) -> dict:
     if not match_id or len(match_id) > 200:
         abort(404)
     try:
-        doc = get_store().get_match(match_id)
+        doc = get_store().matches.get(match_id)
     except (ValueError, TypeError, KeyError):
         doc = None
     if not doc:
@@ -103,7 +103,7 @@ def _list_query() -> MatchQuery:
 
 def exact_site(mq: MatchQuery) -> MatchQuery:
     """A whole host typed in the site box is looked up by the site index, not by a substring scan."""
-    if mq.site_like and get_store().site_exists(mq.site_like):
+    if mq.site_like and get_store().matches.site_exists(mq.site_like):
         mq.site, mq.site_like = mq.site_like, ""
     return mq
 
@@ -117,7 +117,7 @@ def total_of(mq: MatchQuery) -> int | None:
     store, cfg = get_store(), current_app.config
     key = "count:" + json.dumps(sorted((k, v) for k, v in mq.args.items() if k != "sort"), ensure_ascii=False)
     counted = MatchQuery(**{**mq.__dict__, "after": None})
-    return admin_cache().get(key, cfg.get("COUNT_CACHE_SECONDS", 30), lambda: store.count_matches(counted),
+    return admin_cache().get(key, cfg.get("COUNT_CACHE_SECONDS", 30), lambda: store.matches.count(counted),
                              wait=cfg.get("COUNT_WAIT_SECONDS", COUNT_WAIT_SECONDS))
 
 
@@ -131,7 +131,7 @@ def index() -> Any:
     except BadFilter as exc:
         return render_template("matches/list.html", error=str(exc), matches=[], next_cursor=None, total=None,
                                mq=None, args=request.args, statuses=STATUSES, sorts=SORTS, sources=sources), 400
-    docs, nxt = store.find_matches(mq, LIST_FIELDS)
+    docs, nxt = store.matches.find(mq, LIST_FIELDS)
     return render_template("matches/list.html", matches=docs, next_cursor=nxt, mq=mq, error=None,
                            total=total_of(mq), args=request.args, statuses=STATUSES, sorts=SORTS,
                            sources=sources, next_page=_next_page(mq, nxt), actions=ACTIONS)
@@ -182,10 +182,10 @@ def next_unreviewed(mq: MatchQuery, match: dict) -> str | None:
     store, field = get_store(), SORTS[mq.sort][0]
     base = {**mq.__dict__, "status": "new", "page": 1, "per_page": 2, "after": None}
     if match.get(field) is not None:
-        docs, _ = store.find_matches(MatchQuery(**{**base, "after": (match[field], to_oid(match["_id"]))}), {"_id": 1})
+        docs, _ = store.matches.find(MatchQuery(**{**base, "after": (match[field], to_oid(match["_id"]))}), {"_id": 1})
         if docs:
             return str(docs[0]["_id"])
-    docs, _ = store.find_matches(MatchQuery(**base), {"_id": 1})
+    docs, _ = store.matches.find(MatchQuery(**base), {"_id": 1})
     return next((str(d["_id"]) for d in docs if str(d["_id"]) != str(match["_id"])), None)
 
 
@@ -248,7 +248,7 @@ def _action() -> str:
 
 def record_review(match: dict, action: str, note: str) -> None:
     """One review decision in the match's history, and the dashboard's counts moved with it at once."""
-    get_store().review_match(str(match["_id"]), action, g.user, note)
+    get_store().matches.review(str(match["_id"]), action, g.user, note)
     note_review(match.get("status"), REVIEW_ACTIONS[action])
 
 
@@ -265,16 +265,16 @@ def review(match_id: str) -> Any:
         capture_after_confirm(m)
     msg = f"Match marked {ACTIONS[action]}."
     if action == "license" and request.form.get("whole_site") and m.get("site") and m.get("source_id"):
-        store.record_site_licence(m["site"], m["source_id"], g.user, note)
-        others = [i for i in store.open_matches_of_site(m["site"], m["source_id"]) if i != match_id]
+        store.matches.license_site(m["site"], m["source_id"], g.user, note)
+        others = [i for i in store.matches.open_of_site(m["site"], m["source_id"]) if i != match_id]
         for other in others:
-            record_review(store.get_match(other) or {"_id": other}, "license",
+            record_review(store.matches.get(other) or {"_id": other}, "license",
                           note or f"site licensed with match {match_id}")
         msg += f" Site {m['site']} licensed for this source; {len(others)} other matches updated."
     flash(msg, "ok")
     if request.args.get("go") != "next":
         return redirect(url_for("matches.detail", match_id=match_id, **mq.args))
-    nxt = next_unreviewed(mq, store.get_match(match_id) or m)
+    nxt = next_unreviewed(mq, store.matches.get(match_id) or m)
     if nxt is None:
         flash("No unreviewed match left in this list.", "ok")
         return redirect(url_for("matches.index", **mq.args))
@@ -318,7 +318,7 @@ def recheck(match_id: str) -> Any:
     except NotAllowed as exc:
         flash(f"Not re-checked: {exc}.", "error")
     else:
-        get_store().record_live_check(match_id, check)
+        get_store().matches.record_live_check(match_id, check)
         flash(f"Re-checked: {check['state']} ({check['reason']}).", "ok")
     return redirect(url_for("matches.detail", match_id=match_id, **_list_query().args)), 303
 
@@ -327,7 +327,7 @@ def _export_rows(mq: Any) -> Iterator[dict]:
     """Evidence rows: URLs, times, scores and the matched passages' offsets and text."""
     store = get_store()
     sources: dict[Any, str] = {}
-    for batch in store.iter_match_batches(mq):
+    for batch in store.matches.batches(mq):
         for m in batch:
             sid = m.get("source_id")
             if sid not in sources:

@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                 sid, title, text = works[trial % len(works)]
                 url = site.publish(f"第{args.initial + trial + 1}章 {title[4:] if len(title) > 4 else title}", text)
                 published = time.time()
-                match = wait_for(lambda: store.matches.find_one({"suspect_url": url}, {"created": 1}),
+                match = wait_for(lambda: store.db.matches.find_one({"suspect_url": url}, {"created": 1}),
                                  args.timeout, 0.1)
                 seconds = (match["created"].timestamp() - published) if match else float("inf")
                 latencies.append(seconds)

@@ -139,7 +139,7 @@ class MatchCapture:
         """Render once for the page's matches that have no capture yet (a re-crawl renders nothing new)."""
         with self.lock:
             store = store_for(self.crawler)
-            todo = [i for i in match_ids if (store.get_match(i) or {}).get("capture_seq") is None]
+            todo = [i for i in match_ids if (store.matches.get(i) or {}).get("capture_seq") is None]
             if self.closed or not todo:
                 return
             capture = self.capturer.capture(url)

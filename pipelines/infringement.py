@@ -81,7 +81,7 @@ class InfringementPipeline:
                 "source_spans": [list(s) for s in m["source_spans"]],
                 "suspect_spans": [list(s) for s in m["suspect_spans"]]})
         for record in records:
-            match_id = self.store.upsert_match(record)
+            match_id = self.store.matches.save(record)
             if not match_id:
                 logger.warning("match of %s spooled (MongoDB away): no evidence snapshot kept for it", item["url"])
                 continue

@@ -191,7 +191,6 @@ class Connection:
         self.db = self.mongo[self.config.db_name]
         self.pages = self.db["pages"]
         self.duplicates = self.db["duplicates"]
-        self.matches = self.db["matches"]
         self.outcomes = self.db["outcomes"]
         self.demotions = self.db["demotions"]  # page id -> the earlier-published copy that took its place
 

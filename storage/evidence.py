@@ -141,12 +141,12 @@ class EvidenceStore(Connection):
         (a re-crawl that fetched the same bytes and matched the same way keeps the earlier snapshot, unless
         `fresh`: a page back after its takedown is recorded again, to prove it is up now)."""
         record = self._evidence_record(match_id, snapshot)
-        held = self._retry("mongo", self.matches.find_one, {"_id": to_oid(match_id)}, {"evidence_seq": 1})
+        held = self._retry("mongo", self.db.matches.find_one, {"_id": to_oid(match_id)}, {"evidence_seq": 1})
         last = self.get_evidence(held["evidence_seq"]) if isinstance((held or {}).get("evidence_seq"), int) else None
         if last and not fresh and all(last.get(k) == record[k] for k in ("raw_sha256", "text_sha256", "suspect_spans", "source_spans")):
             return int(last["_id"])  # the same page matched the same way again: its snapshot stands
         seq = self._retry("mongo", self._append, record)
-        self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)},
+        self._retry("mongo", self.db.matches.update_one, {"_id": to_oid(match_id)},
                     {"$set": {"evidence_seq": seq, "evidence_digest": record["digest"]}})
         return seq
 
@@ -160,7 +160,7 @@ class EvidenceStore(Connection):
             record.update({name: Binary(data) if len(data) <= CAPTURE_MAX else None, f"{name}_len": len(data),
                            f"{name}_sha256": sha256_hex(data)})
         seq = self._retry("mongo", self._append, record)
-        self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)},
+        self._retry("mongo", self.db.matches.update_one, {"_id": to_oid(match_id)},
                     {"$set": {"capture_seq": seq, "capture_digest": record["digest"]}})
         return seq
 

@@ -15,7 +15,6 @@ from .connection import COLLECTIONS
 from .dedup import DedupStore
 from .errors import StorageUnavailable, mask_credentials
 from .identity import Identity, RepairLock, lock_key, lost_key, owner_key, store_identity
-from .matches import MatchStore
 from .pages import PageStore
 from .redis_index import decode_id, exact_key_parts, used_memory
 from . import replay
@@ -26,7 +25,7 @@ log = logging.getLogger(__name__)
 LOST_ALLOWANCE = 100   # pages the index may count beyond MongoDB's (in flight: indexed, not saved yet), +1%
 
 
-class MaintenanceStore(DedupStore, PageStore, MatchStore):
+class MaintenanceStore(DedupStore, PageStore):
     """Whole-store operations over pages, duplicates, matches and both indexes."""
 
     def _indexable(self) -> Iterable[tuple[str, str, int]]:
@@ -345,7 +344,7 @@ class MaintenanceStore(DedupStore, PageStore, MatchStore):
             counts["pages"] += deleted
             counts["duplicates"] += self._retry("mongo", self.duplicates.delete_many,
                                                 {"original_id": {"$in": [str(i) for i in ids]}}).deleted_count
-            counts["matches"] += self._retry("mongo", self.matches.delete_many,
+            counts["matches"] += self._retry("mongo", self.db.matches.delete_many,
                                              {"suspect_url": {"$in": [d["url"] for d in batch]}}).deleted_count
             gone = [str(i) for i in ids]   # displacements to or of a purged page: a re-crawl decides afresh
             self._retry("mongo", self.demotions.delete_many, {"$or": [{"_id": {"$in": gone}}, {"by": {"$in": gone}}]})
@@ -355,7 +354,7 @@ class MaintenanceStore(DedupStore, PageStore, MatchStore):
         extra = [{"site": site}] if site else []
         extra += [{"suspect_url": url}] if url else []
         if extra:
-            counts["matches"] += self._retry("mongo", self.matches.delete_many, {"$or": extra}).deleted_count
+            counts["matches"] += self._retry("mongo", self.db.matches.delete_many, {"$or": extra}).deleted_count
         return counts
 
     def status(self) -> dict:

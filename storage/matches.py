@@ -1,5 +1,5 @@
-"""MatchStore: infringement matches (collection `matches`): upsert from the pipeline, review, the
-admin's list and exports (storage/matchlist.py), site licences (`licenses`) and dashboard numbers."""
+"""Matches (`store.matches`): infringement matches (collection `matches`): saved from the pipeline, reviewed,
+the admin's list and exports (storage/matchlist.py), site licences (`licenses`) and dashboard numbers."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -17,10 +17,13 @@ EXPORT_MAX = 100_000
 REVIEW_FIELDS = ("_id", "id", "status", "created", "history", "reviewer", "note", "reviewed")
 
 
-class MatchStore(Connection):
+class Matches:
     """Write matches, review them, and list them for the admin without whole-collection sorts."""
 
-    def upsert_match(self, doc: dict) -> str:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn   # the store's connection: retry, outages, spool
+
+    def save(self, doc: dict) -> str:
         """Insert or refresh a match keyed on (suspect_url, source_id); review status and history are kept."""
         if not doc.get("suspect_url") or not doc.get("source_id"):
             raise BadDocument("a match needs 'suspect_url' and 'source_id'")
@@ -30,18 +33,18 @@ class MatchStore(Connection):
         key = {"suspect_url": doc["suspect_url"], "source_id": doc["source_id"]}
         upd = {"$set": body, "$setOnInsert": {"status": "new", "created": body["updated"], "history": []}}
         try:
-            res = self._retry("mongo", self.matches.find_one_and_update, key, upd, upsert=True,
+            res = self.conn._retry("mongo", self.conn.db.matches.find_one_and_update, key, upd, upsert=True,
                               projection={"_id": 1}, return_document=pymongo.ReturnDocument.AFTER)
             return str(res["_id"])
         except StorageUnavailable:
-            self._spool("upsert_match", doc=dict(doc))
+            self.conn._spool("upsert_match", doc=dict(doc))
             return ""
 
-    def get_match(self, match_id: str) -> dict | None:
+    def get(self, match_id: str) -> dict | None:
         """One match by id, or None."""
-        return out(self._retry("mongo", self.matches.find_one, {"_id": to_oid(match_id)}))
+        return out(self.conn._retry("mongo", self.conn.db.matches.find_one, {"_id": to_oid(match_id)}))
 
-    def review_match(self, match_id: str, action: str, reviewer: str, note: str | None = None) -> dict | None:
+    def review(self, match_id: str, action: str, reviewer: str, note: str | None = None) -> dict | None:
         """Confirm, dismiss, license or reopen a match; the decision is appended to its history. None if no such match."""
         if action not in REVIEW_ACTIONS:
             raise ValueError(f"review action must be one of {sorted(REVIEW_ACTIONS)}, not {action!r}")
@@ -50,48 +53,48 @@ class MatchStore(Connection):
         upd = {"$set": {"status": REVIEW_ACTIONS[action], "reviewer": reviewer, "note": note, "reviewed": at},
                "$push": {"history": entry}}
         # the entry's id makes a retry after a lost reply a no-op instead of a second history entry
-        res = self._retry("mongo", self.matches.find_one_and_update, {"_id": oid, "history.id": {"$ne": entry["id"]}},
+        res = self.conn._retry("mongo", self.conn.db.matches.find_one_and_update, {"_id": oid, "history.id": {"$ne": entry["id"]}},
                           upd, return_document=pymongo.ReturnDocument.AFTER)
         if res is None:
-            res = self._retry("mongo", self.matches.find_one, {"_id": oid, "history.id": entry["id"]})
+            res = self.conn._retry("mongo", self.conn.db.matches.find_one, {"_id": oid, "history.id": entry["id"]})
         return out(res)
 
     # ---- the admin's list and exports --------------------------------------------------------------
-    def find_matches(self, mq: MatchQuery, projection: dict | None = None) -> tuple[list[dict], str | None]:
+    def find(self, mq: MatchQuery, projection: dict | None = None) -> tuple[list[dict], str | None]:
         """One page of matches in the requested order (raw documents) and the next page's cursor or None."""
-        return self._retry("mongo", find_matches, self.matches, mq, projection)
+        return self.conn._retry("mongo", find_matches, self.conn.db.matches, mq, projection)
 
-    def count_matches(self, mq: MatchQuery) -> int:
+    def count(self, mq: MatchQuery) -> int:
         """How many matches pass the request's filters (the list's total), paging ignored."""
         cond = count_filter(mq)
         if not cond:
-            return int(self._retry("mongo", self.matches.estimated_document_count))
-        return int(self._retry("mongo", self.matches.count_documents, cond))
+            return int(self.conn._retry("mongo", self.conn.db.matches.estimated_document_count))
+        return int(self.conn._retry("mongo", self.conn.db.matches.count_documents, cond))
 
     def site_exists(self, site: str) -> bool:
         """Whether some match is on exactly this site (one index lookup)."""
-        return self._retry("mongo", self.matches.find_one, {"site": site}, {"_id": 1}) is not None
+        return self.conn._retry("mongo", self.conn.db.matches.find_one, {"site": site}, {"_id": 1}) is not None
 
-    def match_ids_for_urls(self, urls: list[str]) -> dict[str, str]:
+    def ids_for_urls(self, urls: list[str]) -> dict[str, str]:
         """{suspect URL: id of a match on it} for the URLs that have one (the duplicates view links them)."""
         if not urls:
             return {}
-        cur = self.matches.find({"suspect_url": {"$in": list(urls)[:1000]}}, {"suspect_url": 1}).sort("created", -1)
+        cur = self.conn.db.matches.find({"suspect_url": {"$in": list(urls)[:1000]}}, {"suspect_url": 1}).sort("created", -1)
         found: dict[str, str] = {}
-        for d in self._retry("mongo", list, cur):
+        for d in self.conn._retry("mongo", list, cur):
             found.setdefault(d["suspect_url"], str(d["_id"]))
         return found
 
     def record_live_check(self, match_id: str, check: dict) -> None:
         """Keep the latest re-fetch of a match's page (state, time, HTTP status, why) on the match."""
-        self._retry("mongo", self.matches.update_one, {"_id": to_oid(match_id)}, {"$set": {"live_check": check}})
+        self.conn._retry("mongo", self.conn.db.matches.update_one, {"_id": to_oid(match_id)}, {"$set": {"live_check": check}})
 
-    def iter_match_batches(self, mq: MatchQuery, limit: int = EXPORT_MAX, batch: int = 500) -> Iterator[list[dict]]:
+    def batches(self, mq: MatchQuery, limit: int = EXPORT_MAX, batch: int = 500) -> Iterator[list[dict]]:
         """Every match of a filter in order, a batch at a time by cursor (exports, CLI listing)."""
         cur = MatchQuery(**{**mq.__dict__, "page": 1, "per_page": batch, "after": mq.after})
         sent = 0
         while sent < limit:
-            docs, nxt = self.find_matches(cur)
+            docs, nxt = self.find(cur)
             if docs[: limit - sent]:
                 yield docs[: limit - sent]
             sent += len(docs)
@@ -99,15 +102,15 @@ class MatchStore(Connection):
                 return
             cur.after = decode_cursor(nxt, SORTS[cur.sort][0])
 
-    def iter_matches(self, mq: MatchQuery, limit: int = EXPORT_MAX, batch: int = 500) -> Iterator[dict]:
+    def each(self, mq: MatchQuery, limit: int = EXPORT_MAX, batch: int = 500) -> Iterator[dict]:
         """Every match of a filter in order, one by one."""
-        for docs in self.iter_match_batches(mq, limit, batch):
+        for docs in self.batches(mq, limit, batch):
             yield from docs
 
     # ---- site licences -------------------------------------------------------------------------------
-    def record_site_licence(self, site: str, source_id: str, reviewer: str, note: str) -> None:
+    def license_site(self, site: str, source_id: str, reviewer: str, note: str) -> None:
         """Remember that `site` is licensed for `source_id` (collection `licenses`)."""
-        self._retry("mongo", self.db.licenses.update_one, {"_id": f"{source_id}|{site}"},
+        self.conn._retry("mongo", self.conn.db.licenses.update_one, {"_id": f"{source_id}|{site}"},
                     {"$set": {"site": site, "source_id": source_id, "reviewer": reviewer, "note": note,
                               "at": now()}}, upsert=True)
 
@@ -115,13 +118,13 @@ class MatchStore(Connection):
         """Has a reviewer licensed this site for this source (admin: "license the whole site")?"""
         if not site:
             return False
-        return self._retry("mongo", self.db.licenses.find_one, {"_id": f"{source_id}|{site}"}) is not None
+        return self.conn._retry("mongo", self.conn.db.licenses.find_one, {"_id": f"{source_id}|{site}"}) is not None
 
-    def open_matches_of_site(self, site: str, source_id: str, limit: int = 10_000) -> list[str]:
+    def open_of_site(self, site: str, source_id: str, limit: int = 10_000) -> list[str]:
         """Ids of the not-yet-licensed matches of one source on one site."""
-        cur = self.matches.find({"site": site, "source_id": source_id, "status": {"$ne": "licensed"}},
+        cur = self.conn.db.matches.find({"site": site, "source_id": source_id, "status": {"$ne": "licensed"}},
                                 {"_id": 1}).limit(limit)
-        return [str(d["_id"]) for d in self._retry("mongo", list, cur)]
+        return [str(d["_id"]) for d in self.conn._retry("mongo", list, cur)]
 
     # ---- dashboard -----------------------------------------------------------------------------------
     def dashboard_stats(self) -> dict[str, Any]:
@@ -132,10 +135,10 @@ class MatchStore(Connection):
 
     def _dashboard_counts(self) -> dict[str, int]:
         """Pages kept, copies dropped as duplicates, crawled in all, and matches per status."""
-        kept = self.pages.estimated_document_count()
-        dropped = self.duplicates.estimated_document_count()
+        kept = self.conn.pages.estimated_document_count()
+        dropped = self.conn.duplicates.estimated_document_count()
         counts = {"pages_crawled": kept + dropped, "pages_kept": kept, "pages_duplicates": dropped}
-        by_status = {r["_id"]: r["n"] for r in self.matches.aggregate([{"$group": {"_id": "$status", "n": {"$sum": 1}}}])}
+        by_status = {r["_id"]: r["n"] for r in self.conn.db.matches.aggregate([{"$group": {"_id": "$status", "n": {"$sum": 1}}}])}
         for s in MATCH_STATUSES:
             counts[f"matches_{s}"] = by_status.get(s, 0)
         counts["matches_total"] = sum(by_status.values())
@@ -148,7 +151,7 @@ class MatchStore(Connection):
         start = (at - timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
         day_keys = [(start + timedelta(days=i)).strftime("%Y-%m-%d") for i in range(days)]
         counts: dict[str, dict[str, int]] = {}
-        for d in self.matches.find({"created": {"$gte": start}}, {"site": 1, "created": 1, "_id": 0}):
+        for d in self.conn.db.matches.find({"created": {"$gte": start}}, {"site": 1, "created": 1, "_id": 0}):
             c = d.get("created")
             if not isinstance(c, datetime):
                 continue
@@ -172,4 +175,4 @@ class MatchStore(Connection):
             {"$limit": n},
         ]
         return [{"site": r["_id"], "matches": r["matches"], "confirmed": r["confirmed"]}
-                for r in self.matches.aggregate(pipeline)]
+                for r in self.conn.db.matches.aggregate(pipeline)]

@@ -34,7 +34,7 @@ class Notices:
 
     def unnoticed_confirmed_matches(self, site: str) -> list[dict]:
         """Confirmed matches of a site that no notice covers yet, oldest first."""
-        cur = self.conn.matches.find({"site": site, "status": "confirmed", "notice_id": None}).sort("created", 1)
+        cur = self.conn.db.matches.find({"site": site, "status": "confirmed", "notice_id": None}).sort("created", 1)
         return [out(d) for d in self.conn._retry("mongo", list, cur)]
 
     def sites(self) -> list[dict]:
@@ -44,7 +44,7 @@ class Notices:
                                 "unnoticed": {"$sum": {"$cond": [{"$ifNull": ["$notice_id", False]}, 0, 1]}}}},
                     {"$sort": {"_id": 1}}]
         return [{"site": r["_id"], "confirmed": r["confirmed"], "unnoticed": r["unnoticed"]}
-                for r in self.conn._retry("mongo", list, self.conn.matches.aggregate(pipeline))]
+                for r in self.conn._retry("mongo", list, self.conn.db.matches.aggregate(pipeline))]
 
     def save(self, notice: dict, probes: dict[str, list[str]]) -> str:
         """Insert a notice, stamp its matches with its id and open a takedown record per URL; returns its id.
@@ -54,7 +54,7 @@ class Notices:
                "sent": None}
         self.conn._retry("mongo", insert_once, self.conn.db.notices, [doc])
         ids = [to_oid(i["match_id"]) for i in notice["items"]]
-        self.conn._retry("mongo", self.conn.matches.update_many, {"_id": {"$in": ids}}, {"$set": {"notice_id": nid}})
+        self.conn._retry("mongo", self.conn.db.matches.update_many, {"_id": {"$in": ids}}, {"$set": {"notice_id": nid}})
         for item in notice["items"]:
             self.conn._retry("mongo", self.conn.db.takedowns.update_one, {"_id": item["url"]},
                              {"$setOnInsert": {"site": notice["site"], "state": "up", "noticed": doc["created"],
@@ -120,13 +120,13 @@ class Notices:
     def flag_reappearance(self, match_id: str, url: str, site: str | None, source_id: str) -> dict | None:
         """Flag a match whose page was taken down and serves the copy again (same URL), or that copies a
         noticed work on a new URL of the same site; links it to the earlier notice. Returns the flag or None."""
-        match = self.conn._retry("mongo", self.conn.matches.find_one, {"_id": to_oid(match_id)},
+        match = self.conn._retry("mongo", self.conn.db.matches.find_one, {"_id": to_oid(match_id)},
                                  {"reappeared": 1, "notice_id": 1})
         if match is None:
             return None
         flag = self._back_at_same_url(match, url) or self._on_new_url(match, url, site, source_id)
         if flag is not None:
-            self.conn._retry("mongo", self.conn.matches.update_one, {"_id": to_oid(match_id)},
+            self.conn._retry("mongo", self.conn.db.matches.update_one, {"_id": to_oid(match_id)},
                              {"$set": {"reappeared": flag}})
         return flag
 
@@ -145,7 +145,7 @@ class Notices:
         """A first match on this URL of a work already noticed to the same site (the copy moved)."""
         if not site or match.get("notice_id") or match.get("reappeared"):
             return None
-        earlier = self.conn._retry("mongo", self.conn.matches.find_one,
+        earlier = self.conn._retry("mongo", self.conn.db.matches.find_one,
                                    {"site": site, "source_id": source_id, "notice_id": {"$ne": None},
                                     "suspect_url": {"$ne": url}}, {"suspect_url": 1, "notice_id": 1})
         if earlier is None:

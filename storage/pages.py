@@ -385,7 +385,7 @@ class PageStore(DuplicateStore):
                                "fetched": old.get("fetched"), "content_hash": old.get("content_hash"),
                                "simhash": old.get("simhash"), "index_alias": False, "replaced_by_earlier": True,
                                **({"text": (old.get("text") or "")[:200_000]} if marker["method"] == "rewrite" else {})})
-        self._retry("mongo", self.matches.update_many, {"suspect_page_id": str(old["_id"])},
+        self._retry("mongo", self.db.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
         self._keep_text(old)
         # its entries go before the page does: a crawler killed in between leaves the page held (the next open

@@ -143,7 +143,7 @@ def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> b
     elif op == "finish_run":
         store.runs.finish(a["run_id"], a["counts"])
     elif op == "upsert_match":
-        store.upsert_match(a["doc"])
+        store.matches.save(a["doc"])
     else:
         raise ValueError(f"unknown spool operation {op!r}")
     return None

@@ -121,13 +121,13 @@ class WatchList:
     # ---- detection ---------------------------------------------------------------------------------
     def match_is_new(self, suspect_url: str, source_id: str) -> bool:
         """True when this (page, work) match was first recorded by its latest write (not a refresh)."""
-        doc = self.conn._retry("mongo", self.conn.matches.find_one,
+        doc = self.conn._retry("mongo", self.conn.db.matches.find_one,
                                {"suspect_url": suspect_url, "source_id": source_id}, {"created": 1, "updated": 1})
         return bool(doc) and doc.get("created") == doc.get("updated")
 
     def matches_since(self, since: datetime, limit: int = 200) -> list[dict]:
         """Matches first recorded since `since`, newest first (the dashboard's last hour)."""
-        cur = self.conn.matches.find({"created": {"$gte": since}},
+        cur = self.conn.db.matches.find({"created": {"$gte": since}},
                                 {"suspect_url": 1, "site": 1, "source_id": 1, "source_title": 1, "score": 1,
                                  "status": 1, "created": 1}).sort("created", -1).limit(limit)
         return [out(d) for d in self.conn._retry("mongo", list, cur)]

@@ -109,7 +109,7 @@ def test_admin_password_from_empty_stdin(store_config, store):
 
 def test_admin_matches_header_and_closed_pipe(store_config, store):
     for i in range(3):
-        store.upsert_match({"suspect_url": f"http://p.example/{i}", "site": "p.example", "source_id": "s1",
+        store.matches.save({"suspect_url": f"http://p.example/{i}", "site": "p.example", "source_id": "s1",
                             "score": 0.5})
     env = store_env(store_config)
     proc = run("admin", "matches", env=env)

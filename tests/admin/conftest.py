@@ -83,7 +83,7 @@ def sample(store: Any) -> dict[str, Any]:
                                "title": "三国演义 第一回 免费阅读", "text": copied})
     pre = len("本站最新小说免费阅读！")
     mid = pre + 300 + len("【广告】更多精彩请访问")
-    mid_id = store.upsert_match({
+    mid_id = store.matches.save({
         "suspect_url": "http://pirate.example/book/1.html", "suspect_page_id": page_id,
         "site": "pirate.example", "title": "三国演义 第一回 免费阅读", "fetched": datetime.now(timezone.utc),
         "source_id": "sgyy-1", "source_title": ch[0]["chapter_title"], "score": 0.62,
@@ -92,13 +92,13 @@ def sample(store: Any) -> dict[str, Any]:
         "methods": ["dna", "winnow"]})
     xss_page = store.save_page({"url": XSS_URL, "site": "evil.example", "title": XSS_TITLE,
                                 "text": XSS_TEXT + src[:300]})
-    xss_id = store.upsert_match({
+    xss_id = store.matches.save({
         "suspect_url": XSS_URL, "suspect_page_id": xss_page, "site": "evil.example",
         "title": XSS_TITLE, "source_id": "sgyy-1", "source_title": XSS_TITLE, "score": 0.4,
         "source_coverage": 0.37, "suspect_coverage": 0.8,
         "suspect_spans": [[len(XSS_TEXT), len(XSS_TEXT) + 300]], "source_spans": [[0, 300]],
         "methods": ["dna"]})
-    other_id = store.upsert_match({
+    other_id = store.matches.save({
         "suspect_url": "http://pirate.example/book/2.html", "site": "pirate.example", "title": "第二回",
         "source_id": "sgyy-1", "source_title": ch[0]["chapter_title"], "score": 0.31,
         "suspect_spans": [[0, 100]], "source_spans": [[0, 100]], "methods": ["dna"]})

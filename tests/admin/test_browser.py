@@ -109,7 +109,7 @@ def test_review_flow_in_chromium(live_url, browser_page, store, reviewer, sample
     assert page.locator("#match-status").inner_text() == "confirmed"
     assert "整章照搬，已取证" in page.locator("table.history").inner_text()
     page.screenshot(path=str(ARTIFACTS / "04-confirmed.png"), full_page=True)
-    assert store.get_match(sample["match_id"])["status"] == "confirmed"
+    assert store.matches.get(sample["match_id"])["status"] == "confirmed"
 
     # the list shows the change; export it
     page.goto(live_url + "/matches/?status=confirmed&site=pirate.example")

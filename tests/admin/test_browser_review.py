@@ -101,7 +101,7 @@ def demo_crawled(store: Any, store_config: Any, tmp_path: Any) -> Iterator[SiteS
 
 def test_after_the_demo_nothing_claims_a_change_no_check_saw(live_url, page, store, reviewer, demo_crawled,
                                                             tmp_path):
-    matches = list(store.matches.find({}))
+    matches = list(store.db.matches.find({}))
     assert len(matches) == len(BOOK["chapters"]) and all(m.get("evidence_seq") is not None for m in matches)
     assert store.pages.count_documents({"url": {"$in": [m["suspect_url"] for m in matches]}}) == 0  # dropped copies
     log_in(page, live_url)
@@ -186,8 +186,8 @@ def test_reviewing_50_matches_takes_under_100_key_presses(live_url, page, store,
         with page.expect_navigation():
             press("c")
         assert presses < 100
-    assert store.matches.count_documents({"status": "confirmed"}) == 50
-    assert all(len(m["history"]) == 1 for m in store.matches.find({}))
+    assert store.db.matches.count_documents({"status": "confirmed"}) == 50
+    assert all(len(m["history"]) == 1 for m in store.db.matches.find({}))
     assert "No unreviewed match left" in page.locator("main").inner_text()
     shot(page, "keys-02-done")
     print(f"50 matches reviewed with {presses} key presses")
@@ -212,8 +212,8 @@ def test_list_keys_bulk_form_search_sort_and_paging(live_url, page, store, revie
     ids = [page.locator("tr[data-id]").nth(i).get_attribute("data-id") for i in (1, 4)]
     with page.expect_navigation():
         page.keyboard.press("d")                                       # dismiss the ticked rows
-    assert [store.get_match(i)["status"] for i in ids] == ["dismissed", "dismissed"]
-    assert all(store.get_match(i)["history"][-1]["action"] == "dismiss" for i in ids)
+    assert [store.matches.get(i)["status"] for i in ids] == ["dismissed", "dismissed"]
+    assert all(store.matches.get(i)["history"][-1]["action"] == "dismiss" for i in ids)
     page.select_option("#source-picker", label=store.sources.get("sgyy-1")["title"])   # picked by title
     page.fill("input[name=site]", "pirate")                            # a part of the host
     page.click("#filters button[type=submit]")
@@ -295,7 +295,7 @@ def test_error_pages_are_styled_with_navigation(live_url, app, page, reviewer):
 # ---- notices ------------------------------------------------------------------------------------------------
 def test_notice_holder_fields_preview_and_sent(live_url, page, store, reviewer, sample):
     for mid in (sample["match_id"], sample["other_id"]):
-        store.review_match(mid, "confirm", "alice")
+        store.matches.review(mid, "confirm", "alice")
     log_in(page, live_url, "/notices/")
     assert "not checked yet" not in page.locator("main").inner_text()
     page.fill("#holder", "某某出版社")
@@ -313,7 +313,7 @@ def test_notice_holder_fields_preview_and_sent(live_url, page, store, reviewer, 
     page.click("#btn-sent")
     page.wait_for_load_state()
     assert "by web form to https://pirate.example/report" in page.locator("#notice-status").inner_text()
-    store.review_match(sample["xss_id"], "confirm", "alice")
+    store.matches.review(sample["xss_id"], "confirm", "alice")
     page.goto(live_url + "/notices/")
     assert "not checked yet" in page.locator("#followup").inner_text()
     page.fill("#holder", "某某出版社")

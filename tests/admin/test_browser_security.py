@@ -68,7 +68,7 @@ def test_forged_canonical_cannot_replace_evidence(live_url, browser_page, store,
     register_source(store, "sgyy-1", texts["source"], title="第一回")
     log = crawl(store_config, tmp_path, a_url)
     assert store.page_by_url(a_url), log[-3000:]
-    (match,) = list(store.matches.find({"suspect_url": a_url}))
+    (match,) = list(store.db.matches.find({"suspect_url": a_url}))
     crawl(store_config, tmp_path, b_url)  # the forgery
 
     a_page, b_page = store.page_by_url(a_url), store.page_by_url(b_url)
@@ -188,7 +188,7 @@ def test_display_long_strings_bidi_and_no_store(live_url, browser_page, store, r
     rlo_title = "\u202egnp.exe\u202c 第一回"
     pid = store.save_page({"url": "http://wide.example/1", "site": "wide.example", "title": rlo_title,
                            "text": long_run + sample["source_text"][:300]})
-    mid = store.upsert_match({"suspect_url": "http://wide.example/1", "suspect_page_id": pid, "site": "wide.example",
+    mid = store.matches.save({"suspect_url": "http://wide.example/1", "suspect_page_id": pid, "site": "wide.example",
                               "title": rlo_title, "source_id": "sgyy-1", "score": 0.3,
                               "suspect_spans": [[3000, 3300]], "source_spans": [[0, 300]]})
     page = browser_page

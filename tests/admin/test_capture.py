@@ -65,7 +65,7 @@ def test_confirm_renders_chains_stamps_shows_and_packs(client, store, tsa, pirat
     monkeypatch.setattr(settings, "ZHDEDUP_TSA_URL", tsa.url)
     monkeypatch.setattr(settings, "ZHDEDUP_TSA_CA", str(tsa.ca))
     mid = matches_with_evidence(store, 1)[0]
-    store.matches.update_one({"_id": to_oid(mid)}, {"$set": {"suspect_url": pirate_url}})
+    store.db.matches.update_one({"_id": to_oid(mid)}, {"$set": {"suspect_url": pirate_url}})
     html = confirm(client, mid)
     assert "Page rendered and chained as evidence record #1" in html, html[html.find("<main"):][:1500]
     assert 'id="capture-png"' in html and "snapshot timestamped" in html and "every evidence record timestamped" in html
@@ -86,7 +86,7 @@ def test_confirm_renders_chains_stamps_shows_and_packs(client, store, tsa, pirat
     assert bad.returncode == 1 and "FAIL file capture/screenshot.png" in bad.stdout
     token = csrf_from(client.get(f"/matches/{mid}").get_data(as_text=True))      # render again on demand
     again = client.post(f"/matches/{mid}/capture", data={"csrf_token": token}, follow_redirects=True)
-    assert "chained as evidence record #2" in again.get_data(as_text=True) and store.get_match(mid)["capture_seq"] == 2
+    assert "chained as evidence record #2" in again.get_data(as_text=True) and store.matches.get(mid)["capture_seq"] == 2
     data = bytearray(store.get_evidence(1)["png"])
     data[len(data) // 2] ^= 0x01
     store.evidence.update_one({"_id": 1}, {"$set": {"png": Binary(bytes(data))}})
@@ -101,7 +101,7 @@ def test_without_chromium_capture_is_off_and_says_why(client, store, monkeypatch
     mid = matches_with_evidence(store, 1)[0]
     html = confirm(client, mid)
     assert "No rendered capture: no Chromium at /nonexistent/chromium" in html
-    assert store.get_match(mid)["status"] == "confirmed" and store.verify_evidence().ok
+    assert store.matches.get(mid)["status"] == "confirmed" and store.verify_evidence().ok
     assert "no rendered capture" in html and client.get(f"/matches/{mid}/capture.png").status_code == 404
 
 
@@ -112,9 +112,9 @@ def test_screenshot_shows_on_the_match_page_in_chromium(live_url, browser_page, 
     from tests.admin.test_browser import ARTIFACTS, log_in
 
     mid = matches_with_evidence(store, 1)[0]
-    store.matches.update_one({"_id": to_oid(mid)}, {"$set": {"suspect_url": pirate_url}})
+    store.db.matches.update_one({"_id": to_oid(mid)}, {"$set": {"suspect_url": pirate_url}})
     done: list[int] = []   # Playwright's sync API runs one instance per thread: the capture gets its own
-    worker = threading.Thread(target=lambda: done.append(capture_match(store, store.get_match(mid))))
+    worker = threading.Thread(target=lambda: done.append(capture_match(store, store.matches.get(mid))))
     worker.start()
     worker.join(120)
     assert done == [1]

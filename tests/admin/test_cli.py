@@ -67,9 +67,9 @@ def test_sources_add_bad_input_stores_nothing(cli_env, store, tmp_path, capsys):
 
 
 def test_matches_listing(cli_env, store, capsys):
-    store.upsert_match({"suspect_url": "http://p.example/1", "site": "p.example", "source_id": "s1",
+    store.matches.save({"suspect_url": "http://p.example/1", "site": "p.example", "source_id": "s1",
                         "score": 0.77, "suspect_spans": [[1, 9]], "source_spans": [[0, 8]]})
-    store.upsert_match({"suspect_url": "http://p.example/2", "site": "p.example", "source_id": "s1", "score": 0.5})
+    store.matches.save({"suspect_url": "http://p.example/2", "site": "p.example", "source_id": "s1", "score": 0.5})
     assert main(["matches"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "id\tstatus\tscore\tsource_id\tsuspect_url"

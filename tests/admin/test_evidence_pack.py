@@ -34,7 +34,7 @@ def snapshot(i: int) -> dict:
 def matches_with_evidence(store, n: int) -> list[str]:
     ids = []
     for i in range(n):
-        mid = store.upsert_match({"suspect_url": f"http://p.example/{i}.html", "source_id": f"s{i}", "score": 0.9,
+        mid = store.matches.save({"suspect_url": f"http://p.example/{i}.html", "source_id": f"s{i}", "score": 0.9,
                                   "suspect_spans": [[0, 7]], "source_spans": [[3, 10]]})
         store.add_evidence(mid, snapshot(i))
         ids.append(mid)
@@ -102,8 +102,8 @@ def test_notice_pack_holds_every_match_pack_and_checks_them_all(store, tsa, cli_
 
     ids = matches_with_evidence(store, 2)
     for mid in ids:
-        store.matches.update_one({"_id": to_oid(mid)}, {"$set": {"site": "p.example"}})
-        store.review_match(mid, "confirm", "tester")
+        store.db.matches.update_one({"_id": to_oid(mid)}, {"$set": {"site": "p.example"}})
+        store.matches.review(mid, "confirm", "tester")
     store.stamp_head(TSAClient(tsa.url, load_roots(tsa.ca), 30))
     notice, _ = build_notice(store, "p.example")
     out = tmp_path / "notice.zip"

@@ -65,10 +65,10 @@ def test_bulk_review_needs_csrf_and_writes_each_history(client, store, sample):
                                                           "csrf_token": token})
     assert resp.status_code == 303 and resp.headers["Location"].endswith("/matches/?site=pirate")
     for mid in ids:
-        m = store.get_match(mid)
+        m = store.matches.get(mid)
         assert m["status"] == "dismissed" and m["history"][-1]["reviewer"] == "alice"
         assert m["history"][-1]["note"] == "转载授权"
-    assert store.get_match(sample["xss_id"])["status"] == "new"
+    assert store.matches.get(sample["xss_id"])["status"] == "new"
 
 
 def test_confirm_and_next_goes_to_the_next_unreviewed(client, store, sample):
@@ -79,7 +79,7 @@ def test_confirm_and_next_goes_to_the_next_unreviewed(client, store, sample):
     resp = client.post(f"/matches/{sample['other_id']}/review?go=next&site=pirate",
                        data={"action": "dismiss", "csrf_token": token})
     assert resp.headers["Location"].endswith("/matches/?site=pirate")   # nothing new left on that site
-    assert [store.get_match(i)["status"] for i in (mid, sample["other_id"])] == ["confirmed", "dismissed"]
+    assert [store.matches.get(i)["status"] for i in (mid, sample["other_id"])] == ["confirmed", "dismissed"]
 
 
 def test_dashboard_counts_follow_a_review_at_once(app, store, sample, reviewer):
@@ -104,7 +104,7 @@ def pirate_site(store, sample):
     body = PIRATE.format("".join(f"<p>{p}</p>" for p in sample["copied"].split("。") if p))
     server = SiteServer({"p": {"/book/1.html": html(body)}}).start()
     url = server.base("p") + "/book/1.html"
-    store.matches.update_one({"_id": store.matches.find_one({"suspect_url": "http://pirate.example/book/1.html"})["_id"]},
+    store.db.matches.update_one({"_id": store.db.matches.find_one({"suspect_url": "http://pirate.example/book/1.html"})["_id"]},
                              {"$set": {"suspect_url": url}})
     store.pages.delete_many({})  # dropped as a duplicate: no stored page, as in the demo
     store.add_evidence(sample["match_id"], {"suspect_url": url, "raw": body.encode(), "text": sample["copied"],
@@ -125,15 +125,15 @@ def test_no_change_is_claimed_until_a_recheck_saw_one(client, store, sample, pir
     assert {r["live_page_changed"] for r in rows} == {""} and {r["live_check"] for r in rows} == {"not re-checked"}
     token = csrf_from(page)
     assert client.post(f"/matches/{mid}/recheck", data={"csrf_token": token}).status_code == 303
-    assert store.get_match(mid)["live_check"]["state"] == "unchanged"
+    assert store.matches.get(mid)["live_check"]["state"] == "unchanged"
     assert 'id="live-unchanged"' in client.get(f"/matches/{mid}").get_data(as_text=True)
     server.servers["p"].site["/book/1.html"] = html(PIRATE.format("<p>本章已删除，请阅读正版。</p>" * 5))
     client.post(f"/matches/{mid}/recheck", data={"csrf_token": token})
-    check = store.get_match(mid)["live_check"]
+    check = store.matches.get(mid)["live_check"]
     assert check["state"] == "changed" and check["at"] and "0 of 1" in check["reason"]
     del server.servers["p"].site["/book/1.html"]
     client.post(f"/matches/{mid}/recheck", data={"csrf_token": token})
-    assert store.get_match(mid)["live_check"]["state"] == "gone"
+    assert store.matches.get(mid)["live_check"]["state"] == "gone"
     row = next(r for r in csv.DictReader(io.StringIO(
         client.get("/matches/export.csv").get_data().decode("utf-8-sig"))) if r["id"] == mid)
     assert row["live_page_changed"] == "True" and row["live_check"] == "gone" and row["live_checked_at"]
@@ -145,11 +145,11 @@ def test_recheck_obeys_robots_txt(client, store, sample):
                                "/x.html": html("<p>x</p>")}}).start()
     try:
         url = server.base("p") + "/x.html"
-        store.matches.update_one({"_id": store.matches.find_one({"title": "第二回"})["_id"]}, {"$set": {"suspect_url": url}})
+        store.db.matches.update_one({"_id": store.db.matches.find_one({"title": "第二回"})["_id"]}, {"$set": {"suspect_url": url}})
         token = csrf_from(client.get("/matches/").get_data(as_text=True))
         page = client.post(f"/matches/{sample['other_id']}/recheck", data={"csrf_token": token},
                            follow_redirects=True).get_data(as_text=True)
-        assert "Not re-checked: robots.txt" in page and "live_check" not in store.get_match(sample["other_id"])
+        assert "Not re-checked: robots.txt" in page and "live_check" not in store.matches.get(sample["other_id"])
         assert "/x.html" not in server.hits("p")
     finally:
         server.stop()
@@ -273,9 +273,9 @@ def test_sources_add_checks_the_whole_file_first_and_names_what_it_added(cli_env
 @pytest.mark.parametrize("sort", ["newest", "score", "coverage_asc"])
 def test_search_pages_by_cursor_find_every_match_once(client, store, sort):
     insert_matches(store, 230)
-    for d in store.matches.find({}, {"score": 1}):
-        store.matches.update_one({"_id": d["_id"]}, {"$set": {"source_coverage": d["score"]}})
-    want = {str(d["_id"]) for d in store.matches.find({}) if "页面 1" in d["title"] and "SITE3" in d["site"].upper()}
+    for d in store.db.matches.find({}, {"score": 1}):
+        store.db.matches.update_one({"_id": d["_id"]}, {"$set": {"source_coverage": d["score"]}})
+    want = {str(d["_id"]) for d in store.db.matches.find({}) if "页面 1" in d["title"] and "SITE3" in d["site"].upper()}
     seen, after = [], None
     while True:
         body = client.get(f"/api/matches?q=页面 1&site=Site3&per_page=7&sort={sort}"

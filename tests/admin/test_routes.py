@@ -35,7 +35,7 @@ def test_anonymous_post_changes_nothing(app, store, sample):
     token = csrf_from(page.get_data(as_text=True))
     resp = c.post(f"/matches/{sample['match_id']}/review", data={"action": "confirm", "csrf_token": token})
     assert resp.status_code == 302 and "/login" in resp.headers["Location"]
-    assert store.get_match(sample["match_id"])["status"] == "new"
+    assert store.matches.get(sample["match_id"])["status"] == "new"
     assert c.post("/sources/remove", data={"id": "sgyy-1", "csrf_token": token}).status_code == 302
     assert store.sources.get("sgyy-1") is not None
 
@@ -215,7 +215,7 @@ def test_review_actions_recorded_with_reviewer_and_time(client, store, sample):
     token = csrf_from(client.get(f"/matches/{mid}").get_data(as_text=True))
     resp = client.post(f"/matches/{mid}/review", data={"action": "confirm", "note": "整章照搬", "csrf_token": token})
     assert resp.status_code == 302
-    m = store.get_match(mid)
+    m = store.matches.get(mid)
     assert m["status"] == "confirmed" and m["reviewer"] == "alice"
     assert m["history"][-1]["action"] == "confirm" and m["history"][-1]["note"] == "整章照搬"
     assert m["history"][-1]["at"]
@@ -233,7 +233,7 @@ def test_review_rejects_bad_action_and_missing_csrf(client, store, sample):
                        data={"action": "confirm", "csrf_token": "forged"}).status_code == 400
     assert client.post("/matches/000000000000000000000000/review",
                        data={"action": "confirm", "csrf_token": token}).status_code == 404
-    assert store.get_match(mid)["status"] == "new"
+    assert store.matches.get(mid)["status"] == "new"
 
 
 def test_license_whole_site(client, store, sample):
@@ -241,10 +241,10 @@ def test_license_whole_site(client, store, sample):
     token = csrf_from(client.get(f"/matches/{mid}").get_data(as_text=True))
     client.post(f"/matches/{mid}/review",
                 data={"action": "license", "whole_site": "1", "note": "授权转载", "csrf_token": token})
-    assert store.get_match(mid)["status"] == "licensed"
-    other = store.get_match(sample["other_id"])
+    assert store.matches.get(mid)["status"] == "licensed"
+    other = store.matches.get(sample["other_id"])
     assert other["status"] == "licensed" and other["history"][-1]["reviewer"] == "alice"
-    assert store.get_match(sample["xss_id"])["status"] == "new"  # another site
+    assert store.matches.get(sample["xss_id"])["status"] == "new"  # another site
     lic = store.db.licenses.find_one({"site": "pirate.example", "source_id": "sgyy-1"})
     assert lic and lic["reviewer"] == "alice"
 
@@ -269,7 +269,7 @@ def test_export_csv_and_json_follow_filters(client, sample):
 
 
 def test_csv_export_neutralises_formulas(client, store, sample):
-    store.upsert_match({"suspect_url": "http://x.example/f", "site": "x.example", "title": "=HYPERLINK(\"x\")",
+    store.matches.save({"suspect_url": "http://x.example/f", "site": "x.example", "title": "=HYPERLINK(\"x\")",
                         "source_id": "sgyy-1", "score": 0.5})
     text = client.get("/matches/export.csv?site=x.example").get_data(as_text=True)
     assert "'=HYPERLINK" in text

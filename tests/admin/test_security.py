@@ -36,7 +36,7 @@ def with_evidence(store: Any, n: int = 3) -> list[str]:
     ids = []
     for i in range(n):
         text = f"滚滚长江东逝水，浪花淘尽英雄。第{i}页"
-        mid = store.upsert_match({"suspect_url": f"http://p.example/{i}", "source_id": "s1", "score": 0.5,
+        mid = store.matches.save({"suspect_url": f"http://p.example/{i}", "source_id": "s1", "score": 0.5,
                                   "suspect_spans": [[0, 7]], "source_spans": [[0, 7]]})
         store.add_evidence(mid, {"suspect_url": f"http://p.example/{i}", "final_url": f"http://p.example/{i}",
                                  "raw": RAW.encode("gbk"), "headers": {"content-type": "text/html"}, "status": 200,
@@ -155,5 +155,5 @@ def test_evidence_pack_download(client, store):
     with zipfile.ZipFile(_io.BytesIO(resp.data)) as zf:
         assert zf.read("raw.bin") == RAW.encode("gbk")
     assert 'id="evidence-pack"' in client.get(f"/matches/{mid}").get_data(as_text=True)
-    plain = store.upsert_match({"suspect_url": "http://q.example/", "source_id": "s1", "score": 0.2})
+    plain = store.matches.save({"suspect_url": "http://q.example/", "source_id": "s1", "score": 0.2})
     assert client.get(f"/matches/{plain}/evidence.zip").status_code == 404

@@ -28,7 +28,7 @@ def rewrite(store: Any) -> dict[str, Any]:
     store.sources.add("story-1", "五一假期", ORIGINAL)
     m = compare_texts(ORIGINAL, COPY, source_id="story-1")
     assert m is not None   # the product's matcher finds the rewrite
-    match_id = store.upsert_match({"suspect_url": COPY_URL, "site": "farm.example", "title": "<b>洗稿</b>",
+    match_id = store.matches.save({"suspect_url": COPY_URL, "site": "farm.example", "title": "<b>洗稿</b>",
                                    **m.as_dict(), "source_id": "story-1", "suspect_text": COPY})
     store.add_evidence(match_id, {"suspect_url": COPY_URL, "raw": COPY.encode(), "text": COPY, "source_id": "story-1",
                                   "suspect_spans": m.suspect_spans, "source_spans": m.source_spans})

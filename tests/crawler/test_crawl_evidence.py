@@ -87,7 +87,7 @@ def test_tsa_down_loses_no_page_and_no_evidence(crawled, sites):
     z_base, p_base = sites.base("z"), sites.base("p")
     assert set(duplicates(store)) == {chapter_url(p_base, "/read/9/", n) for n in (1, 2, 3)}
     assert stored_urls(store) == {chapter_url(z_base, "/book/1/", n) for n in (1, 2, 3)}
-    pirate = [m for m in store.matches.find({}) if m["suspect_url"].startswith(p_base)]
+    pirate = [m for m in store.db.matches.find({}) if m["suspect_url"].startswith(p_base)]
     assert len(pirate) == 3 and all(isinstance(m.get("evidence_seq"), int) for m in pirate)
     assert down.counts.get("evidence_missing", 0) == 0 and down.counts["evidence/stamp_failures"] >= 1
     assert "evidence head left unstamped at close" in down.log
@@ -116,7 +116,7 @@ def test_stamps_catch_up_and_verify_with_plain_openssl(crawled, tmp_path):
 
 def test_pack_of_a_crawled_match_has_the_exchange_and_checks(crawled, sites, tmp_path):
     store, crawl, tsa, *_ = crawled
-    match = store.matches.find_one({"suspect_url": chapter_url(sites.base("p"), "/read/9/", 2)})
+    match = store.db.matches.find_one({"suspect_url": chapter_url(sites.base("p"), "/read/9/", 2)})
     rec = store.evidence_for(match)
     ex = rec["exchange"]
     assert ex["status"] == 200 and ex["ip_address"] == "127.0.0.1" and ex["port"] == int(sites.base("p").rsplit(":", 1)[1])
@@ -139,7 +139,7 @@ def test_pack_of_a_crawled_match_has_the_exchange_and_checks(crawled, sites, tmp
 @pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian's chromium at /usr/bin/chromium")
 def test_capture_at_match_time_renders_new_matches_and_is_stamped(crawled, sites):
     store, *_, back = crawled
-    z = [m for m in store.matches.find({}) if m["suspect_url"].startswith(sites.base("z"))]
+    z = [m for m in store.db.matches.find({}) if m["suspect_url"].startswith(sites.base("z"))]
     assert len(z) == 3 and back.counts["evidence/captures"] == 3
     for m in z:
         rec = store.capture_for(m)

@@ -65,7 +65,7 @@ def test_pirate_copies_are_dropped_and_still_reported(crawled, sites):
         chapter_url(p_base, "/read/9/", 3): (chapter_url(z_base, "/book/1/", 3), "exact"),
     }
     assert stored_urls(store) == {chapter_url(z_base, "/book/1/", n) for n in (1, 2, 3)}
-    matches = list(store.matches.find({}))
+    matches = list(store.db.matches.find({}))
     assert [(m["suspect_url"], m["source_id"]) for m in matches] == [(chapter_url(p_base, "/read/9/", 2), SOURCE_ID)]
     assert matches[0]["score"] > 0.5 and matches[0]["suspect_spans"]
     s, e = matches[0]["suspect_spans"][0]
@@ -76,7 +76,7 @@ def test_pirate_copies_are_dropped_and_still_reported(crawled, sites):
 def test_junk_lines_do_not_fool_the_match(crawled, sites):
     """The matched pirate chapter really carries the junk (so the match is not trivial)."""
     store, _, _ = crawled
-    match = store.matches.find_one({"suspect_url": chapter_url(sites.base("p"), "/read/9/", 2)})
+    match = store.db.matches.find_one({"suspect_url": chapter_url(sites.base("p"), "/read/9/", 2)})
     assert any(word in match["suspect_text"] for word in ("pirate.example", "m.pirate")), PIRATE_JUNK
 
 

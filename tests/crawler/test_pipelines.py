@@ -67,7 +67,7 @@ def test_pipeline_chain_keeps_new_drops_copies_and_skips_licensed_sites(store, s
     assert (dup["original_url"], dup["method"], dup["original_id"]) == ("http://a.example/1.html", "exact", first["page_id"])
     assert [m["source_id"] for m in pirate.get("matches", [])] == ["src-1"]
     assert "matches" not in partner  # licensed: no match record
-    assert {m["suspect_url"] for m in store.matches.find({})} == {"http://p.example/1.html"}
+    assert {m["suspect_url"] for m in store.db.matches.find({})} == {"http://p.example/1.html"}
     stats = crawler.stats.get_stats()
     assert stats["zhdedup/dropped/exact"] == 1 and stats["zhdedup/matched"] == 1
     assert stats["zhdedup/stored"] == 3 and stats["zhdedup/matches_licensed"] == 1

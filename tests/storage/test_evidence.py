@@ -22,14 +22,14 @@ def snapshot(i: int = 0) -> dict:
 
 
 def a_match(store: Any, i: int = 0) -> str:
-    return store.upsert_match({"suspect_url": f"http://pirate.example/{i}.html", "source_id": "sgyy-1",
+    return store.matches.save({"suspect_url": f"http://pirate.example/{i}.html", "source_id": "sgyy-1",
                                "score": 0.5, "suspect_spans": [[0, 7]], "source_spans": [[3, 10]]})
 
 
 def test_snapshot_round_trip_and_match_link(store):
     mid = a_match(store)
     seq = store.add_evidence(mid, snapshot())
-    rec = store.evidence_for(store.get_match(mid))
+    rec = store.evidence_for(store.matches.get(mid))
     assert rec["_id"] == seq == 0 and rec["prev_digest"] == GENESIS
     assert raw_bytes(rec) == RAW and rec["raw_len"] == len(RAW)
     assert rec["final_url"].endswith("?p=1") and rec["headers"]["content-type"].endswith("gbk")
@@ -141,4 +141,4 @@ def test_same_fetch_again_keeps_its_snapshot_a_change_appends(store):
     assert store.add_evidence(mid, snapshot()) == first
     changed = {**snapshot(), "raw": RAW + b"<!-- edited -->"}
     assert store.add_evidence(mid, changed) == first + 1
-    assert store.get_match(mid)["evidence_seq"] == first + 1
+    assert store.matches.get(mid)["evidence_seq"] == first + 1

@@ -151,7 +151,7 @@ def test_a_run_starts_once(lossy):
 
 def test_evidence_is_appended_once(lossy):
     store, proxy = lossy
-    mid = store.upsert_match({"suspect_url": "http://pirate.example/1.html", "source_id": "s1", "score": 0.5})
+    mid = store.matches.save({"suspect_url": "http://pirate.example/1.html", "source_id": "s1", "score": 0.5})
     _losing(proxy, "insert")
     seq = store.add_evidence(mid, {"suspect_url": "http://pirate.example/1.html", "raw": b"<p>x</p>",
                                    "text": "滚滚长江东逝水", "status": 200})
@@ -162,12 +162,12 @@ def test_evidence_is_appended_once(lossy):
 
 def test_a_review_is_in_the_history_once(lossy):
     store, proxy = lossy
-    mid = store.upsert_match({"suspect_url": "http://pirate.example/2.html", "source_id": "s1", "score": 0.5})
+    mid = store.matches.save({"suspect_url": "http://pirate.example/2.html", "source_id": "s1", "score": 0.5})
     _losing(proxy, "findAndModify")
-    res = store.review_match(mid, "confirm", "ann")
+    res = store.matches.review(mid, "confirm", "ann")
     assert proxy.lost == ["findAndModify"]
     assert res is not None and [h["action"] for h in res["history"]] == ["confirm"]
-    assert [h["action"] for h in store.get_match(mid)["history"]] == ["confirm"]
+    assert [h["action"] for h in store.matches.get(mid)["history"]] == ["confirm"]
 
 
 def test_a_watch_round_counts_once(lossy):

@@ -115,25 +115,25 @@ def test_sources_and_seed_index(store):
 
 
 def test_matches_upsert_review_find(store):
-    ids = [store.upsert_match({"suspect_url": f"http://x.test/{i}", "source_id": "s1", "site": "x.test" if i % 2
+    ids = [store.matches.save({"suspect_url": f"http://x.test/{i}", "source_id": "s1", "site": "x.test" if i % 2
                                else "y.test", "score": i / 10, "suspect_spans": [[0, 5]]}) for i in range(10)]
-    assert store.review_match(ids[9], "confirm", "ann", "clear copy")["status"] == "confirmed"
+    assert store.matches.review(ids[9], "confirm", "ann", "clear copy")["status"] == "confirmed"
     # a re-crawl refreshes the score but keeps the review
-    again = store.upsert_match({"suspect_url": "http://x.test/9", "source_id": "s1", "score": 0.95, "status": "new"})
+    again = store.matches.save({"suspect_url": "http://x.test/9", "source_id": "s1", "score": 0.95, "status": "new"})
     assert again == ids[9]
-    m = store.get_match(ids[9])
+    m = store.matches.get(ids[9])
     assert (m["status"], m["score"], m["reviewer"], len(m["history"])) == ("confirmed", 0.95, "ann", 1)
-    store.review_match(ids[8], "dismiss", "bob")
-    page, nxt = store.find_matches(MatchQuery(status="new", sort="score", per_page=3))
+    store.matches.review(ids[8], "dismiss", "bob")
+    page, nxt = store.matches.find(MatchQuery(status="new", sort="score", per_page=3))
     assert [d["score"] for d in page] == [0.7, 0.6, 0.5] and nxt
-    page, _ = store.find_matches(MatchQuery(site="x.test", score_min=0.3, sort="score_asc"))
+    page, _ = store.matches.find(MatchQuery(site="x.test", score_min=0.3, sort="score_asc"))
     assert [d["score"] for d in page] == [0.3, 0.5, 0.7, 0.95]
-    assert [d["status"] for d in store.iter_matches(MatchQuery(status="dismissed"))] == ["dismissed"]
-    assert store.find_matches(MatchQuery(date_from=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)))[0] == []
-    assert store.review_match(ids[0], "license", "ann")["status"] == "licensed"
+    assert [d["status"] for d in store.matches.each(MatchQuery(status="dismissed"))] == ["dismissed"]
+    assert store.matches.find(MatchQuery(date_from=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)))[0] == []
+    assert store.matches.review(ids[0], "license", "ann")["status"] == "licensed"
     with pytest.raises(ValueError):
-        store.review_match(ids[0], "approve", "ann")
-    assert store.review_match("0" * 24, "confirm", "ann") is None
+        store.matches.review(ids[0], "approve", "ann")
+    assert store.matches.review("0" * 24, "confirm", "ann") is None
 
 
 def test_status(store):

@@ -103,15 +103,15 @@ def test_mongo_sigkill_spools_writes_and_replays(var):
     for i in range(5):
         crawl(st, f"p{i}", *story(i))
     st.sources.add("src1", "作品", "正文" * 10)
-    mid = st.upsert_match({"suspect_url": "http://t/p1", "source_id": "src1", "score": 0.5})
-    st.review_match(mid, "confirm", "ann", "copied")
+    mid = st.matches.save({"suspect_url": "http://t/p1", "source_id": "src1", "score": 0.5})
+    st.matches.review(mid, "confirm", "ann", "copied")
     time.sleep(1.0)
     sigkill(var, "mongo")
     t0 = time.monotonic()
     for i in range(5, 8):
         crawl(st, f"p{i}", *story(i))
     assert time.monotonic() - t0 < 15  # bounded retries, never hangs
-    st.upsert_match({"suspect_url": "http://t/p1", "source_id": "src1", "score": 0.9, "spans": [[0, 4]]})
+    st.matches.save({"suspect_url": "http://t/p1", "source_id": "src1", "score": 0.9, "spans": [[0, 4]]})
     st.runs.finish(run, {"pages": 8})
     with pytest.raises(StorageUnavailable, match="MongoDB"):
         st.get_page("0" * 24)
@@ -122,7 +122,7 @@ def test_mongo_sigkill_spools_writes_and_replays(var):
     try:
         assert st.spool.count() == 0
         assert st.pages.count_documents({}) == 8
-        m = st.get_match(mid)
+        m = st.matches.get(mid)
         assert (m["score"], m["status"], m["spans"]) == (0.9, "confirmed", [[0, 4]])
         assert st.db.runs.find_one()["counts"] == {"pages": 8}
     finally:

@@ -54,7 +54,7 @@ def test_cursor_pages_equal_full_sort(store, docs):
             got, after = [], None
             for _ in range(100):
                 mq.after = after
-                page, nxt = store.find_matches(mq)
+                page, nxt = store.matches.find(mq)
                 got += [str(d["_id"]) for d in page]
                 if not nxt:
                     break
@@ -73,6 +73,6 @@ def test_date_range_and_offset_pages(store, docs):
     got = []
     for p in range(1, 40):
         mq.page = p
-        page, _ = store.find_matches(mq)
+        page, _ = store.matches.find(mq)
         got += [str(d["_id"]) for d in page]
     assert got == want

@@ -71,7 +71,7 @@ def test_changed_text_replaces_old_seeds(store, chapters):
 
 @BOTH
 def test_site_licences(store):
-    assert store.is_licensed("w", "partner.example") is False
+    assert store.matches.is_licensed("w", "partner.example") is False
     store.db.licenses.insert_one({"_id": "w|partner.example", "site": "partner.example", "source_id": "w"})
-    assert store.is_licensed("w", "partner.example") is True
-    assert store.is_licensed("w", None) is False
+    assert store.matches.is_licensed("w", "partner.example") is True
+    assert store.matches.is_licensed("w", None) is False

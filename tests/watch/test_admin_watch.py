@@ -27,17 +27,17 @@ def test_watch_list_add_and_remove(client, store):
 
 
 def test_dashboard_shows_last_hour(client, store, sample):
-    store.matches.update_many({}, {"$set": {"created": datetime.now(timezone.utc) - timedelta(hours=2)}})
-    fresh = store.matches.find_one({})
-    store.matches.update_one({"_id": fresh["_id"]}, {"$set": {"created": datetime.now(timezone.utc)}})
+    store.db.matches.update_many({}, {"$set": {"created": datetime.now(timezone.utc) - timedelta(hours=2)}})
+    fresh = store.db.matches.find_one({})
+    store.db.matches.update_one({"_id": fresh["_id"]}, {"$set": {"created": datetime.now(timezone.utc)}})
     html = client.get("/dashboard/").get_data(as_text=True)
     section = html[html.index('id="last-hour"'):html.index("</section>", html.index('id="last-hour"'))]
     assert fresh["suspect_url"] in section and section.count("<tr>") == 2  # header + one match
 
 
 def test_notice_button_and_followup(client, store, sample):
-    store.review_match(sample["match_id"], "confirm", "alice")
-    site = store.get_match(sample["match_id"])["site"]
+    store.matches.review(sample["match_id"], "confirm", "alice")
+    site = store.matches.get(sample["match_id"])["site"]
     page = client.get("/notices/").get_data(as_text=True)
     assert "Make notice" in page
     resp = client.post("/notices/create", data={"site": site, "csrf_token": csrf_from(page)}, follow_redirects=True)
@@ -61,7 +61,7 @@ def test_notice_button_and_followup(client, store, sample):
 
 def test_notice_html_escapes_crawled_text(client, store, sample):
     """Titles and URLs come from hostile pages: the HTML notice shows them as text."""
-    store.review_match(sample["xss_id"], "confirm", "alice")
+    store.matches.review(sample["xss_id"], "confirm", "alice")
     page = client.get("/notices/").get_data(as_text=True)
     resp = client.post("/notices/create", data={"site": "evil.example", "csrf_token": csrf_from(page)})
     notice = store.notices.of_site("evil.example")[0]

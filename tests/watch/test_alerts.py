@@ -86,10 +86,10 @@ def test_unreachable_webhook_gives_up_with_an_error_line(store, watcher, pirate)
                   settings=[f"ZHDEDUP_ALERT_WEBHOOK=http://127.0.0.1:{free_port()}/hook", "ZHDEDUP_ALERT_BACKOFF=0.1",
                             "ZHDEDUP_ALERT_RETRIES=2"])
     assert f"failed 3 times" in run.log and f"alert for {url} not delivered" in run.log
-    assert store.matches.find_one({"suspect_url": url}) is not None
+    assert store.db.matches.find_one({"suspect_url": url}) is not None
 
 
 def test_threshold_keeps_quiet(store, watcher, pirate):
     plant(store, pirate)
     run = watcher("--rounds", "1", pirate.toc_url, settings=["ZHDEDUP_ALERT_MIN_SCORE=1.01"])
-    assert "NEW MATCH" not in run.log and store.matches.count_documents({}) == 1
+    assert "NEW MATCH" not in run.log and store.db.matches.count_documents({}) == 1

@@ -42,23 +42,23 @@ def test_notice_lists_confirmed_matches_and_followup_marks_takedowns(store, watc
     toc = demo.base("d") + START["d"]
     watcher("--rounds", "1", toc)
     site = store.watch.get(toc)["site"]
-    matches = list(store.matches.find({"site": site}))
+    matches = list(store.db.matches.find({"site": site}))
     assert len(matches) == len(BOOK["chapters"])
     for m in matches:
-        store.review_match(str(m["_id"]), "confirm", "tester")
+        store.matches.review(str(m["_id"]), "confirm", "tester")
     # one match carries a digest from the evidence store: the notice must use it, not recompute
-    store.matches.update_one({"_id": matches[0]["_id"]}, {"$set": {"evidence": {"text_sha256": "ab" * 32}}})
+    store.db.matches.update_one({"_id": matches[0]["_id"]}, {"$set": {"evidence": {"text_sha256": "ab" * 32}}})
 
     notice, created = build_notice(store, site, contact="rights@example.org")
     assert created and len(notice["items"]) == len(matches)
     for fmt in ("md", "txt", "html"):
         text = render_notice(notice, fmt)
         assert "《信息网络传播权保护条例》第十四条" in text and "DMCA" in text and BOOK["author"] in text
-        for m in store.matches.find({"site": site}):
+        for m in store.db.matches.find({"site": site}):
             digest, _ = evidence_digest(m)
             assert m["suspect_url"] in text and digest in text
     assert "ab" * 32 in render_notice(notice, "md")
-    plain = store.matches.find_one({"_id": matches[1]["_id"]})
+    plain = store.db.matches.find_one({"_id": matches[1]["_id"]})
     assert evidence_digest(plain)[0] == hashlib.sha256(plain["suspect_text"].encode()).hexdigest()
     assert all(item["passages"] for item in notice["items"])
 
@@ -90,8 +90,8 @@ def test_notices_cli(store, watcher, demo, tmp_path):
     cmd = [sys.executable, "-m", "admin", "notices", site, "--format", "txt"]
     proc = subprocess.run(cmd, env=watcher.env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no confirmed match" in proc.stderr and "Traceback" not in proc.stderr
-    for m in store.matches.find({"site": site}):
-        store.review_match(str(m["_id"]), "confirm", "tester")
+    for m in store.db.matches.find({"site": site}):
+        store.matches.review(str(m["_id"]), "confirm", "tester")
     proc = subprocess.run(cmd + ["--sent"], env=watcher.env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count(demo.base("d")) >= 2 * len(BOOK["chapters"]) and "recorded as sent" in proc.stderr

@@ -37,14 +37,14 @@ def test_new_chapter_alone_is_fetched_and_matched(store, watcher, pirate):
     for n in range(2):
         pirate.publish(*filler(n))
     watcher("--rounds", "1", pirate.toc_url)
-    assert store.matches.count_documents({}) == 0
+    assert store.db.matches.count_documents({}) == 0
     sid, title, text = works[1]
     url = pirate.publish("第3章 " + title, text)
     before = len(pirate.hits)
     run = watcher("--rounds", "1", pirate.toc_url)
     assert sorted((h.path, h.status) for h in pirate.hits[before:]) == [("/book/", 200), ("/book/3.html", 200)]
     assert pirate.hits[before].conditional
-    match = store.matches.find_one({"suspect_url": url})
+    match = store.db.matches.find_one({"suspect_url": url})
     assert match and match["source_id"] == sid and match["score"] > 0.8
     assert f"NEW MATCH {url} copies source {sid}" in run.log
 
