@@ -63,10 +63,15 @@ class _Opening:
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
     def _open(self, crawler) -> None:
-        from storage import open_store
+        from storage import StoreConfig, servers
 
         try:
-            self.future.set_result(open_store(store_config(crawler)))
+            # The embedded servers first, from the light modules (started at once, not after this thread has
+            # imported pymongo, redis and the index), then the store on them.
+            started = servers.resolve(StoreConfig.from_env(**crawler.settings.getdict("ZHDEDUP_STORE")))
+            from storage import open_store
+
+            self.future.set_result(open_store(store_config(crawler), started))
         except BaseException as exc:  # handed to whoever takes the store (store_for raises it there)
             self.future.set_exception(exc)
 

@@ -31,13 +31,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from .errors import StorageUnavailable
 from .processes import MARKS, free_port, kill_all, on_data_dir, pid_alive, port_free, port_listens, spawn, stop_strays
 
+if TYPE_CHECKING:
+    from .config import StoreConfig
+
 __all__ = ["NAMES", "MARKS", "CREDENTIALS", "ServerInfo", "server_uri", "credentials", "server_lock", "pid_alive",
-           "port_listens", "port_answers", "info", "ensure", "ensure_all", "stop", "describe"]
+           "port_listens", "port_answers", "info", "ensure", "ensure_all", "resolve", "stop", "describe"]
 
 NAMES = ("redis", "mongo")
 START_TIMEOUT = 30.0
@@ -349,6 +352,20 @@ def ensure_all(var_dir: str | os.PathLike) -> dict[str, ServerInfo]:
         with ThreadPoolExecutor(len(NAMES), thread_name_prefix="zhdedup-server-start") as pool:
             started = {name: pool.submit(_ensure_locked, var, name) for name in NAMES}
         return {name: future.result() for name, future in started.items()}
+
+
+def resolve(config: "StoreConfig") -> tuple[str, str, dict[str, bool]]:
+    """URIs a store of `config` uses: configured ones, else the embedded servers under var/ (started if need be),
+    and which of the two are embedded."""
+    embedded = {"mongo": not config.mongo_uri, "redis": not config.redis_url}
+    try:
+        started = ensure_all(config.var_path) if all(embedded.values()) else {}
+        redis_url = config.redis_url or (started.get("redis") or ensure(config.var_path, "redis")).uri
+        mongo_uri = config.mongo_uri or (started.get("mongo") or ensure(config.var_path, "mongo")).uri
+    except OSError as e:
+        raise StorageUnavailable("embedded servers", f"cannot use {config.var_path}: {e}",
+                                 "make var/ writable or set ZHDEDUP_VAR") from None
+    return mongo_uri, redis_url, embedded
 
 
 def stop(var_dir: str | os.PathLike, names: tuple[str, ...] = NAMES) -> dict[str, bool]:

@@ -105,3 +105,26 @@ def test_worker_processes_end_with_the_crawl_however_it_ended():
             os.kill(pid, 0)
     pool.start(warm_up_fingerprint)   # the early-start thread, late
     assert pool.executor is None
+
+
+def modules_after(code: str, watched: tuple[str, ...]) -> list[str]:
+    """Which of `watched` a fresh interpreter has imported after running code (this project on its path)."""
+    import subprocess
+    import sys
+
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {watched!r} if m in sys.modules))"
+    return eval(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+
+
+def test_scrapy_listing_the_crawls_extensions_imports_neither_aiohttp_nor_the_store():
+    """Scrapy imports every module EXTENSIONS names (one set to None too) before it builds the first, EarlyStart:
+    aiohttp (its remote control, off) and the whole store (pymongo, redis, the fingerprint tables) were imported
+    there, ~0.4 s before the embedded servers and the worker processes could start."""
+    code = ("from scrapy.settings import Settings\nfrom crawler import settings\n"
+            "s = Settings()\ns.setmodule(settings)\ns.get_component_priority_dict_with_base('EXTENSIONS')")
+    assert modules_after(code, ("aiohttp", "pymongo", "storage.store", "numpy")) == []
+
+
+def test_the_embedded_servers_start_from_modules_that_import_no_driver():
+    """The store-open thread starts the servers first (storage.servers) and imports the store meanwhile."""
+    assert modules_after("from storage import StoreConfig, servers", ("pymongo", "redis", "storage.store")) == []
