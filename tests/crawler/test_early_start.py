@@ -128,3 +128,15 @@ def test_scrapy_listing_the_crawls_extensions_imports_neither_aiohttp_nor_the_st
 def test_the_embedded_servers_start_from_modules_that_import_no_driver():
     """The store-open thread starts the servers first (storage.servers) and imports the store meanwhile."""
     assert modules_after("from storage import StoreConfig, servers", ("pymongo", "redis", "storage.store")) == []
+
+
+def test_a_crawl_that_is_not_distributed_loads_its_addons_without_scrapy_redis():
+    """Every crawl loads DistributedAddon (and OutcomeRecorder asks whether the scheduler is the shared one)
+    before or beside its early start: neither imports scrapy-redis or redis when distributed mode is off."""
+    code = ("from scrapy.settings import Settings\nfrom scrapy.utils.misc import load_object\n"
+            "from crawler import settings\nfrom crawler.outcomes import _distributed\n"
+            "s = Settings()\ns.setmodule(settings)\n[load_object(path) for path in s.getdict('ADDONS')]\n"
+            "assert _distributed(s) is False")
+    assert modules_after(code, ("scrapy_redis", "redis")) == []
+    on = "\ns.set('SCHEDULER', 'crawler.distributed.DistributedScheduler')\nassert _distributed(s) is True"
+    assert modules_after(code + on, ("scrapy_redis",)) == ["scrapy_redis"]
