@@ -4,6 +4,8 @@ Override any of them per run with `scrapy crawl news -s NAME=VALUE`; the ZHDEDUP
 """
 import os
 
+from scrapy.settings import default_settings as _scrapy_defaults
+
 BOT_NAME = "zhdedup"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
@@ -98,9 +100,13 @@ from pipelines.settings import *  # noqa: E402,F401,F403
 # Scrapy's depth limit, but links it cuts are counted and recorded as skipped (depth_limit)
 SPIDER_MIDDLEWARES = {"scrapy.spidermiddlewares.depth.DepthMiddleware": None,
                       "crawler.middlewares.RecordedDepthMiddleware": 900}
+# Scrapy's extensions without its remote control: Scrapy imports every module EXTENSIONS names, even one set
+# to None (so disabling it there still imported aiohttp, ~0.1 s of every crawl's start); ours imports it only
+# when REMOTE_CONTROL_ENABLED.
+EXTENSIONS_BASE = {path: order for path, order in _scrapy_defaults.EXTENSIONS_BASE.items()
+                   if path != "scrapy.extensions.remote_control.RemoteControl"}
 EXTENSIONS = {
     "crawler.early_start.EarlyStart": -100,   # first: store and worker processes start in the background
-    "scrapy.extensions.remote_control.RemoteControl": None,   # imports aiohttp even when off: ours only if on
     "crawler.early_start.RemoteControl": 0,
     "crawler.outcomes.OutcomeRecorder": 490,   # one outcome per URL, per run, in the store
     "crawler.extensions.CrawlSummary": 500,

@@ -155,8 +155,8 @@ class HeldTemplates:
     """Site templates for pages in flight together (a crawl): a site's first pages wait, at most
     `warmup_seconds`, until the site has `min_pages` pages, so its first stories lose the template too.
     `drained` (optional) says that no more pages can come (nothing queued, downloading or waiting for the
-    spider); once it has said so on two polls in a row, waiting pages go on with what is known: a small site
-    does not wait out the whole warm-up for pages it does not have."""
+    spider); once it has said so twice in a row, when the page arrives and one poll later, waiting pages go on
+    with what is known: a small site does not wait out the whole warm-up for pages it does not have."""
 
     POLL_SECONDS = 0.1
 
@@ -180,7 +180,7 @@ class HeldTemplates:
         if ready.is_set() or self.warmup_seconds <= 0:
             return
         deadline = time.monotonic() + self.warmup_seconds
-        idle_polls = 0
+        idle_polls = 1 if self.drained is not None and self.drained() else 0   # seen now: one poll to confirm
         while not ready.is_set():
             left = deadline - time.monotonic()
             if left <= 0:

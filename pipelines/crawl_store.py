@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -63,10 +64,19 @@ class _Opening:
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
     def _open(self, crawler) -> None:
-        from storage import open_store
+        from storage import StoreConfig, servers
 
+        # The embedded servers start at once, from the light modules, while another thread imports the store
+        # (pymongo, redis, the index: ~0.3 s of CPU that used to come before the servers' start, or after it).
+        importing = threading.Thread(target=importlib.import_module, args=("storage.store",),
+                                     name="zhdedup-store-import", daemon=True)
+        importing.start()
         try:
-            self.future.set_result(open_store(store_config(crawler)))
+            started = servers.resolve(StoreConfig.from_env(**crawler.settings.getdict("ZHDEDUP_STORE")))
+            importing.join()
+            from storage import open_store
+
+            self.future.set_result(open_store(store_config(crawler), started))
         except BaseException as exc:  # handed to whoever takes the store (store_for raises it there)
             self.future.set_exception(exc)
 

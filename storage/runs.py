@@ -12,7 +12,7 @@ from .connection import Connection
 from .documents import check_text, fit_bson, insert_once, out
 from .errors import BadDocument, StorageUnavailable
 from .schema import OUTCOMES, new_id, now, to_date, to_oid
-from .servers import pid_alive
+from .processes import pid_alive
 
 log = logging.getLogger(__name__)
 STALE_RUN_HOURS = 24.0  # an unfinished run of another host (or without a pid) older than this is closed

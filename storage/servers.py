@@ -10,15 +10,16 @@ the lock when its holder dies, so a crash never leaves a stale lock behind.
 A starter can die (SIGKILL) between spawning a server and the server answering. So the pid and port
 files are written right after the spawn, before waiting for readiness; the next starter gives such a
 half-started server a grace period and reuses it, or stops it. As a safety net for anything no file
-names (a starter killed inside the spawn, the provisioning server below), every live process whose
-command line (or, for redis-server, which rewrites its title, whose working directory) names the data
-directory is stopped before a server is started there: never two servers on one data directory.
+names (a starter killed inside the spawn), every live process whose command line (or, for redis-server,
+which rewrites its title, whose working directory) names the data directory is stopped before a server is
+started there: never two servers on one data directory (storage.processes finds and stops them).
 
 Both servers need credentials: generated on first start and kept in ``var/credentials.json`` (mode
 0600; var/ and its directories are 0700 and the servers run under umask 077). Redis gets its password
 from a 0600 config file (never on a command line, where `ps` would show it); SecantusDB runs with
-``--auth`` (SCRAM-SHA-256) after a one-time provisioning start that creates the user (SecantusDB has
-no localhost exception, so that start listens without auth on a fresh port for a few seconds).
+``--auth`` (SCRAM-SHA-256) from its first start: on a fresh data directory its daemon
+(storage/secantus_daemon.py) stores the user before it listens, so it starts once and never listens without
+auth (it used to start twice, the first time without auth to create the user).
 """
 from __future__ import annotations
 
@@ -26,26 +27,29 @@ import contextlib
 import fcntl
 import json
 import os
-import shlex
-import signal
-import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from .errors import StorageUnavailable
+from .processes import MARKS, free_port, kill_all, on_data_dir, pid_alive, port_free, port_listens, spawn, stop_strays
+
+if TYPE_CHECKING:
+    from .config import StoreConfig
+
+__all__ = ["NAMES", "MARKS", "CREDENTIALS", "ServerInfo", "server_uri", "credentials", "server_lock", "pid_alive",
+           "port_listens", "port_answers", "info", "ensure", "ensure_all", "resolve", "stop", "describe"]
 
 NAMES = ("redis", "mongo")
 START_TIMEOUT = 30.0
 GRACE = 15.0             # seconds a recorded server that is alive but silent gets to answer
-KILL_WAIT = 20.0         # seconds a SIGKILLed server may take to be gone (a loaded machine) before we go on
-MARKS = {"redis": "redis-server", "mongo": "secantus"}   # in the command line of each server
-PROVISION = "mongo-provision"   # run/ files naming the provisioning server while it runs
+PROVISION = "mongo-provision"   # run/ files of the provisioning server an older version started first
+PROVISIONED = ".zhdedup-auth"   # in SecantusDB's data directory once its user is stored
 MONGO_USER = "zhdedup"
 CREDENTIALS = "credentials.json"
+DAEMON = Path(__file__).with_name("secantus_daemon.py")
 
 
 @dataclass
@@ -162,90 +166,6 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def pid_alive(pid: int | None, name: str | None = None) -> bool:
-    """True if pid is a live (non-zombie) process, and, when name is given, runs that server."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return False
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-    except OSError:
-        return True  # no /proc: trust kill(0)
-    return MARKS[name] in cmd if name in MARKS else True
-
-
-def _argv(pid: int) -> list[str]:
-    """A process's command line plus the words of its shell commands: our spawn is `sh -c "... DATA_DIR ..."`."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    args = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
-    words = []
-    for a in args[1:]:
-        if " " in a:
-            try:
-                words += shlex.split(a)
-            except ValueError:
-                words += a.split()
-    return args + words
-
-
-def on_data_dir(pid: int | None, name: str, data_dir: Path) -> bool:
-    """True if pid is server `name` (or the shell about to exec it) on data_dir: only those may be stopped."""
-    if not pid or pid == os.getpid():
-        return False
-    if not Path("/proc/self").exists():
-        return pid_alive(pid, name)  # no /proc: trust the pid file as before
-    words = _argv(pid)
-    if not any(MARKS[name] in w for w in words):
-        return False
-    target = str(Path(data_dir).resolve())
-    if target in words:
-        return True
-    try:  # redis-server rewrites its command line to "redis-server host:port" after chdir(--dir)
-        return name == "redis" and os.readlink(f"/proc/{pid}/cwd") == target
-    except OSError:
-        return False
-
-
-def strays(name: str, data_dir: Path) -> list[int]:
-    """Live processes of ours serving `name` on data_dir, whatever run/ says (found in /proc)."""
-    out = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit() and _mine(entry) and on_data_dir(int(entry.name), name, data_dir):
-                out.append(int(entry.name))
-    return out
-
-
-def _mine(entry: os.DirEntry) -> bool:
-    """Only our own processes can be signalled (and only they can hold our 0700 data dir)."""
-    try:
-        return entry.stat().st_uid == os.geteuid()
-    except OSError:
-        return False
-
-
-def port_listens(port: int | None, timeout: float = 0.2) -> bool:
-    """True if something accepts TCP connections on 127.0.0.1:port (a refusal comes back at once)."""
-    if not port:
-        return False
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
 def port_answers(name: str, port: int | None, timeout: float = 1.0, secret: str | None = None) -> bool:
     """True if the server on 127.0.0.1:port answers a ping in its own protocol (with its password). A port
     nobody listens on is refused at once, not after the driver's whole timeout."""
@@ -271,23 +191,6 @@ def port_answers(name: str, port: int | None, timeout: float = 1.0, secret: str 
             client.close()
     except Exception:
         return False
-
-
-def _port_free(port: int) -> bool:
-    """True if a server could listen on the port (both servers set SO_REUSEADDR, so TIME_WAIT is fine)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def redis_executable() -> str:
@@ -318,15 +221,19 @@ def _redis_conf(var_dir: Path, secret: str) -> Path:
     return path
 
 
-def _command(name: str, port: int, data_dir: Path, conf: Path | None = None, auth: bool = True) -> list[str]:
+def _command(name: str, port: int, data_dir: Path, conf: Path | None = None,
+             provision: Path | None = None) -> list[str]:
+    """The server's command line; SecantusDB's stores its user first when given the credentials file."""
     if name == "redis":
         head = [redis_executable()] + ([str(conf)] if conf else [])
         return head + ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
                 "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--daemonize", "no",
                 "--protected-mode", "no", "--maxmemory-policy", "noeviction",
                 "--hash-max-ziplist-entries", "1024"]
-    return [sys.executable, "-c", "import sys; from secantus.cli import main; sys.exit(main())", "--host", "127.0.0.1", "--port", str(port),
-            "--storage-path", str(data_dir), "--cache-size", "256M", "--log-level", "WARNING"] + (["--auth"] if auth else [])
+    run_path = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__')"   # no sys.path entry
+    user = ["--user", MONGO_USER, "--credentials", str(provision)] if provision else []
+    return [sys.executable, "-c", run_path, str(DAEMON), *user, "--host", "127.0.0.1", "--port", str(port),
+            "--storage-path", str(data_dir), "--cache-size", "256M", "--log-level", "WARNING", "--auth"]
 
 
 def info(var_dir: str | os.PathLike, name: str) -> ServerInfo:
@@ -338,54 +245,6 @@ def info(var_dir: str | os.PathLike, name: str) -> ServerInfo:
     secret = credentials(var_dir, create=False).get(name)
     running = pid_alive(pid, name) and port_answers(name, port, secret=secret)
     return ServerInfo(name, pid, port, running, str(var_dir / name), str(var_dir / "log" / f"{name}.log"), secret)
-
-
-def _spawn(cmd: list[str], log: Path) -> int:
-    """Start cmd detached (own session, reparented to init) and return its pid."""
-    shell = f"umask 077; {shlex.join(cmd)} >>{shlex.quote(str(log))} 2>&1 </dev/null & echo $!"
-    out = subprocess.run(["/bin/sh", "-c", shell], capture_output=True, text=True, check=True,
-                         start_new_session=True, cwd=str(log.parent))
-    return int(out.stdout.strip())
-
-
-def _kill(pid: int | None, name: str, timeout: float = 20.0) -> None:
-    """Stop a server: SIGTERM, wait, then SIGKILL."""
-    _kill_all([pid] if pid else [], name, timeout)
-
-
-def _signal_all(pids: list[int], sig: int) -> None:
-    """Signal each process, ignoring one that is already gone (it exited while we looked)."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def _kill_all(pids: list[int], name: str, timeout: float = 20.0) -> None:
-    """Stop servers together (SIGTERM, a clean shutdown for both; SIGKILL after timeout); return when gone,
-    whatever the timeout: a server still dying holds its data directory's lock (WiredTiger refused the next
-    server on it after a provisioning stopped with timeout 0: invariant seed 1337, early_kill)."""
-    live = [p for p in pids if pid_alive(p, name)]
-    _signal_all(live, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while live and time.monotonic() < deadline:
-        time.sleep(0.05)
-        live = [p for p in live if pid_alive(p, name)]
-    _signal_all(live, signal.SIGKILL)
-    deadline = time.monotonic() + max(timeout, KILL_WAIT)
-    while any(pid_alive(p, name) for p in live) and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
-def _stop_strays(name: str, data_dir: Path, timeout: float = 20.0) -> bool:
-    """Stop every process left on data_dir (rescanning: a dying shell may just have forked); True if any."""
-    found = False
-    for _ in range(20):
-        pids = strays(name, data_dir)
-        if not pids:
-            return found
-        found = True
-        _kill_all(pids, name, timeout)
-    raise StorageUnavailable("embedded servers", f"cannot stop the processes on {data_dir}: {pids}")
 
 
 def _clean(var_dir: Path, name: str) -> None:
@@ -424,6 +283,7 @@ def _answers_soon(name: str, pid: int | None, port: int | None, secret: str) -> 
 
 
 def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
+    """Under the lock: the running server, the recorded one once it answers, or a new one on the data."""
     cur = info(var_dir, name)
     if cur.running:
         return cur
@@ -433,59 +293,32 @@ def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
     if recorded and _answers_soon(name, recorded, cur.port, secret):
         return info(var_dir, name)
     provisioning = _recorded(var_dir, PROVISION, name, data_dir) if name == "mongo" else None
-    _kill_all([p for p in (recorded, provisioning) if p], name)  # left by a starter that died
-    _stop_strays(name, data_dir)  # what no file names: a starter killed inside the spawn
+    kill_all([p for p in (recorded, provisioning) if p], name)  # left by a starter that died
+    stop_strays(name, data_dir)  # what no file names: a starter killed inside the spawn
     _forget(var_dir, name)
     _tighten(data_dir)
     private_dir(var_dir / "log")
-    port = cur.port if cur.port and _port_free(cur.port) else _free_port()
+    port = cur.port if cur.port and port_free(cur.port) else free_port()
     log = var_dir / "log" / f"{name}.log"
-    if name == "mongo" and not (data_dir / ".zhdedup-auth").exists():
-        _provision_mongo(var_dir, data_dir, secret, log)
     conf = _redis_conf(var_dir, secret) if name == "redis" else None
-    pid = _start(_command(name, port, data_dir.resolve(), conf), name, port, secret, log, var_dir, name)
+    provision = name == "mongo" and not (data_dir / PROVISIONED).exists()
+    cmd = _command(name, port, data_dir.resolve(), conf, var_dir / CREDENTIALS if provision else None)
+    pid = _start(cmd, name, port, secret, log, var_dir, name)
+    if provision:   # it answered with the password: its user is on disk
+        fd = os.open(data_dir / PROVISIONED, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("SecantusDB user provisioned; its password is in ../credentials.json\n")
     return ServerInfo(name, pid, port, True, str(data_dir), str(log), secret)
-
-
-def _provision_mongo(var_dir: Path, data_dir: Path, secret: str, log: Path) -> None:
-    """Create (or re-key) SecantusDB's user: one start without --auth on a fresh port, then stop."""
-    import pymongo
-    from pymongo.errors import OperationFailure
-
-    port = _free_port()
-    cmd = _command("mongo", port, data_dir.resolve(), auth=False)
-    pid = _start(cmd, "mongo", port, None, log, var_dir, PROVISION)
-    durable = False
-    try:
-        client = pymongo.MongoClient(server_uri("mongo", port, None), serverSelectionTimeoutMS=5000)
-        try:
-            roles = [{"role": "root", "db": "admin"}]
-            try:
-                client.admin.command("createUser", MONGO_USER, pwd=secret, roles=roles)
-            except OperationFailure:  # the user exists (credentials file restored): set its password
-                client.admin.command("updateUser", MONGO_USER, pwd=secret, roles=roles)
-            client.admin.command("fsync")  # a WiredTiger checkpoint: the user is on disk before the kill
-            durable = True
-        finally:
-            client.close()
-    finally:
-        # Once checkpointed, SIGKILL loses nothing and saves SecantusDB's clean stop (~2 s waiting on its
-        # accept thread); a provisioning that failed half-way stops cleanly.
-        _kill_all([pid], "mongo", timeout=0.0 if durable else 20.0)
-        _clean(var_dir, PROVISION)
-    fd = os.open(data_dir / ".zhdedup-auth", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write("SecantusDB user provisioned; its password is in ../credentials.json\n")
 
 
 def _start(cmd: list[str], name: str, port: int, secret: str | None, log: Path, var_dir: Path, key: str) -> int:
     """Spawn a server, record it as run/<key>.pid/.port at once, wait until it answers; a clear error if not."""
-    pid = _spawn(cmd, log.resolve())
+    pid = spawn(cmd, log.resolve())
     _record(var_dir, key, pid, port)
     deadline = time.monotonic() + START_TIMEOUT
     while not port_answers(name, port, timeout=0.5, secret=secret):
         if not pid_alive(pid, name) or time.monotonic() > deadline:
-            _kill(pid, name)
+            kill_all([pid], name)
             _clean(var_dir, key)
             tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
             raise StorageUnavailable(
@@ -521,6 +354,20 @@ def ensure_all(var_dir: str | os.PathLike) -> dict[str, ServerInfo]:
         return {name: future.result() for name, future in started.items()}
 
 
+def resolve(config: "StoreConfig") -> tuple[str, str, dict[str, bool]]:
+    """URIs a store of `config` uses: configured ones, else the embedded servers under var/ (started if need be),
+    and which of the two are embedded."""
+    embedded = {"mongo": not config.mongo_uri, "redis": not config.redis_url}
+    try:
+        started = ensure_all(config.var_path) if all(embedded.values()) else {}
+        redis_url = config.redis_url or (started.get("redis") or ensure(config.var_path, "redis")).uri
+        mongo_uri = config.mongo_uri or (started.get("mongo") or ensure(config.var_path, "mongo")).uri
+    except OSError as e:
+        raise StorageUnavailable("embedded servers", f"cannot use {config.var_path}: {e}",
+                                 "make var/ writable or set ZHDEDUP_VAR") from None
+    return mongo_uri, redis_url, embedded
+
+
 def stop(var_dir: str | os.PathLike, names: tuple[str, ...] = NAMES) -> dict[str, bool]:
     """Stop the embedded servers cleanly; returns {name: was_running}."""
     var = Path(var_dir).resolve()
@@ -529,8 +376,8 @@ def stop(var_dir: str | os.PathLike, names: tuple[str, ...] = NAMES) -> dict[str
         for name in names:
             pid = _recorded(var, name, name, var / name)
             # SIGTERM is a clean shutdown for both (Redis fsyncs its append-only file first).
-            _kill(pid, name)
-            found = _stop_strays(name, var / name)  # left by a starter killed mid-start
+            kill_all([pid] if pid else [], name)
+            found = stop_strays(name, var / name)  # left by a starter killed mid-start
             _forget(var, name)
             result[name] = bool(pid) or found
     return result

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from bson import json_util
 
-from .servers import pid_alive
+from .processes import pid_alive
 
 
 class Spool:

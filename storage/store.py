@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from .catalog import Sources
 from .config import StoreConfig
-from .errors import StorageUnavailable
 from .fpversion import migrate_fingerprints
 from .maintenance import MaintenanceStore
 from .matches import Matches
@@ -24,7 +23,7 @@ from .notices import Notices
 from .runs import Runs
 from .stamps import StampStore
 from .schema import now, to_oid, to_signed64, to_unsigned64
-from . import servers as srv
+from .servers import resolve as resolve_servers
 from .users import Users
 from .watch import WatchList
 
@@ -52,24 +51,13 @@ class Store(MaintenanceStore, StampStore):
         self.notices.ensure_indexes()
 
 
-def resolve_servers(config: StoreConfig) -> tuple[str, str, dict[str, bool]]:
-    """URIs to use: configured ones, else the embedded servers under var/ (started if needed)."""
-    embedded = {"mongo": not config.mongo_uri, "redis": not config.redis_url}
-    started = srv.ensure_all(config.var_path) if all(embedded.values()) else {}
-    redis_url = config.redis_url or (started.get("redis") or srv.ensure(config.var_path, "redis")).uri
-    mongo_uri = config.mongo_uri or (started.get("mongo") or srv.ensure(config.var_path, "mongo")).uri
-    return mongo_uri, redis_url, embedded
-
-
-def open_store(config: StoreConfig | None = None) -> Store:
-    """Connect (starting embedded servers when no URIs are configured), create indexes, replay the spool
-    and repair the Redis index (rebuilt when it belongs to another store or a later MongoDB)."""
+def open_store(config: StoreConfig | None = None,
+               servers: tuple[str, str, dict[str, bool]] | None = None) -> Store:
+    """Connect (starting embedded servers when no URIs are configured, unless `servers` are those resolve_servers
+    already gave), create indexes, replay the spool and repair the Redis index (rebuilt when it belongs to
+    another store or a later MongoDB)."""
     config = config or StoreConfig.from_env()
-    try:
-        mongo_uri, redis_url, embedded = resolve_servers(config)
-    except OSError as e:
-        raise StorageUnavailable("embedded servers", f"cannot use {config.var_path}: {e}",
-                                 "make var/ writable or set ZHDEDUP_VAR") from None
+    mongo_uri, redis_url, embedded = servers or resolve_servers(config)
     store = Store(config, mongo_uri, redis_url, embedded)
     try:
         store.ping()

@@ -29,16 +29,39 @@ DistributedScheduler``, ``.FingerprintDupeFilter``, ``.ClaimingPriorityQueue``, 
     python -m crawler.distributed status news     # queue length, seen URLs, busy workers
     python -m crawler.distributed reset news      # forget a finished crawl (queue + seen URLs)
 """
-from .addon import ENABLE_ENV, DistributedAddon, crawl_keys, distributed_settings, enabled, store_redis
-from .codec import dumps, loads
-from .dupefilter import FingerprintDupeFilter
-from .outage import UNREACHABLE, until_redis_answers
-from .queue import LEASE, ClaimingPriorityQueue
-from .scheduler import DistributedScheduler
-from .spider import RedisStartMixin
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .addon import ENABLE_ENV, DistributedAddon, crawl_keys, distributed_settings, enabled, store_redis
+    from .codec import dumps, loads
+    from .dupefilter import FingerprintDupeFilter
+    from .outage import UNREACHABLE, until_redis_answers
+    from .queue import LEASE, ClaimingPriorityQueue
+    from .scheduler import DistributedScheduler
+    from .spider import RedisStartMixin
+
+# Imported on first use (PEP 562): every crawl loads DistributedAddon, which must not import scrapy-redis and
+# redis (~0.1-0.3 s) on the way to the crawl's early start when distributed mode is off.
+_WHERE = {"ENABLE_ENV": ".addon", "DistributedAddon": ".addon", "crawl_keys": ".addon",
+          "distributed_settings": ".addon", "enabled": ".addon", "store_redis": ".addon", "dumps": ".codec",
+          "loads": ".codec", "FingerprintDupeFilter": ".dupefilter", "UNREACHABLE": ".outage",
+          "until_redis_answers": ".outage", "LEASE": ".queue", "ClaimingPriorityQueue": ".queue",
+          "DistributedScheduler": ".scheduler", "RedisStartMixin": ".spider"}
 
 __all__ = [
     "ENABLE_ENV", "LEASE", "UNREACHABLE", "ClaimingPriorityQueue", "DistributedAddon", "DistributedScheduler",
     "FingerprintDupeFilter", "RedisStartMixin", "crawl_keys", "distributed_settings", "dumps", "enabled", "loads",
     "store_redis", "until_redis_answers",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """One of the package's names, from its module (imported now, once)."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'crawler.distributed' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name], __name__), name)
+    globals()[name] = value
+    return value

@@ -105,3 +105,38 @@ def test_worker_processes_end_with_the_crawl_however_it_ended():
             os.kill(pid, 0)
     pool.start(warm_up_fingerprint)   # the early-start thread, late
     assert pool.executor is None
+
+
+def modules_after(code: str, watched: tuple[str, ...]) -> list[str]:
+    """Which of `watched` a fresh interpreter has imported after running code (this project on its path)."""
+    import subprocess
+    import sys
+
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {watched!r} if m in sys.modules))"
+    return eval(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+
+
+def test_scrapy_listing_the_crawls_extensions_imports_neither_aiohttp_nor_the_store():
+    """Scrapy imports every module EXTENSIONS names (one set to None too) before it builds the first, EarlyStart:
+    aiohttp (its remote control, off) and the whole store (pymongo, redis, the fingerprint tables) were imported
+    there, ~0.4 s before the embedded servers and the worker processes could start."""
+    code = ("from scrapy.settings import Settings\nfrom crawler import settings\n"
+            "s = Settings()\ns.setmodule(settings)\ns.get_component_priority_dict_with_base('EXTENSIONS')")
+    assert modules_after(code, ("aiohttp", "pymongo", "storage.store", "numpy")) == []
+
+
+def test_the_embedded_servers_start_from_modules_that_import_no_driver():
+    """The store-open thread starts the servers first (storage.servers) and imports the store meanwhile."""
+    assert modules_after("from storage import StoreConfig, servers", ("pymongo", "redis", "storage.store")) == []
+
+
+def test_a_crawl_that_is_not_distributed_loads_its_addons_without_scrapy_redis():
+    """Every crawl loads DistributedAddon (and OutcomeRecorder asks whether the scheduler is the shared one)
+    before or beside its early start: neither imports scrapy-redis or redis when distributed mode is off."""
+    code = ("from scrapy.settings import Settings\nfrom scrapy.utils.misc import load_object\n"
+            "from crawler import settings\nfrom crawler.outcomes import _distributed\n"
+            "s = Settings()\ns.setmodule(settings)\n[load_object(path) for path in s.getdict('ADDONS')]\n"
+            "assert _distributed(s) is False")
+    assert modules_after(code, ("scrapy_redis", "redis")) == []
+    on = "\ns.set('SCHEDULER', 'crawler.distributed.DistributedScheduler')\nassert _distributed(s) is True"
+    assert modules_after(code + on, ("scrapy_redis",)) == ["scrapy_redis"]

@@ -126,8 +126,24 @@ def _lone_page_wait(drained, warmup: float) -> float:
 
 def test_a_lone_page_does_not_wait_out_the_warm_up_once_the_crawl_has_nothing_more():
     """A one-page site never gets a second page: once the crawl says nothing more is queued, the page goes
-    on (two polls, ~0.2 s) instead of waiting the whole warm-up for a template that cannot form."""
+    on (one poll, ~0.1 s) instead of waiting the whole warm-up for a template that cannot form."""
     assert _lone_page_wait(lambda: True, warmup=30.0) < 10.0
+
+
+def test_a_drained_crawl_is_asked_at_once_and_confirmed_one_poll_later():
+    """The last page of a small site is the crawl's tail: the crawl is asked when the page arrives, not first
+    after a poll (that cost every small crawl one more 0.1 s poll), and a second answer one poll later confirms
+    it (two answers apart in time, so a page whose links are still being scheduled is not taken for the end)."""
+    asked: list[float] = []
+
+    def drained() -> bool:
+        asked.append(time.monotonic())
+        return True
+
+    started = time.monotonic()
+    _lone_page_wait(drained, warmup=30.0)
+    assert len(asked) == 2
+    assert asked[0] - started < HeldTemplates.POLL_SECONDS <= asked[1] - asked[0] + 0.01
 
 
 def test_a_page_waits_while_the_crawl_may_still_bring_pages_of_its_site():

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from storage import StoreConfig, open_store
+from storage import processes
 from storage import servers as srv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +135,7 @@ def test_a_server_stopped_without_grace_is_gone_when_the_stop_returns():
         while not srv.pid_alive(proc.pid, "mongo") and time.monotonic() < deadline:
             time.sleep(0.01)   # until the child has exec'd (before, /proc shows the parent's command line)
         assert srv.pid_alive(proc.pid, "mongo")
-        srv._kill_all([proc.pid], "mongo", timeout=0.0)
+        processes.kill_all([proc.pid], "mongo", timeout=0.0)
         assert not srv.pid_alive(proc.pid, "mongo")
     finally:
         proc.kill()
