@@ -15,7 +15,7 @@ def capture_match(store: Any, match: dict) -> int:
     the capture's seq. CaptureOff / CaptureFailed when there is no capture; a TSA failure only leaves it
     unstamped (status says since when)."""
     capture = Capturer.from_settings().capture(str(match.get("suspect_url") or ""))
-    seq = store.add_capture(str(match["_id"]), capture)
+    seq = store.evidence.add_capture(str(match["_id"]), capture)
     _stamp_now(store)
     return seq
 
@@ -29,6 +29,6 @@ def _stamp_now(store: Any) -> None:
     try:
         client = make_client_or_none(cfg["url"], cfg["ca"], cfg["timeout"])
         if client is not None:
-            store.stamp_head(client)
+            store.evidence.stamp_head(client)
     except TimestampError as exc:
         logger.warning("capture chained but not timestamped yet: %s", exc)

@@ -22,7 +22,7 @@ def _verify(store: Any) -> int:
     except TimestampError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    res = store.verify_evidence(roots)
+    res = store.evidence.verify(roots)
     if res.problem:
         print(f"evidence log BROKEN at record {res.bad_seq}: {res.problem} ({res.checked} records before it are intact)",
               file=sys.stderr)
@@ -47,7 +47,7 @@ def _stamp(store: Any) -> int:
         if client is None:
             print("error: ZHDEDUP_TSA_URL is not set", file=sys.stderr)
             return 2
-        stamp = store.stamp_head(client)
+        stamp = store.evidence.stamp_head(client)
     except TimestampError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if args.evidence_cmd == "verify":
         return _verify(store)
     if args.evidence_cmd == "status":
-        print(store.stamp_status().summary())
+        print(store.evidence.stamp_status().summary())
         return 0
     if args.evidence_cmd == "stamp":
         return _stamp(store)

@@ -83,7 +83,7 @@ def record_json(rec: dict) -> dict:
 
 def stamp_files(store: Any, rec: dict, ca_path: str, prefix: str = "") -> dict[str, bytes]:
     """timestamp/*: the earliest stamp covering the record, its certificates and the CA bundle (empty: none)."""
-    stamp = store.stamp_covering(rec["_id"])
+    stamp = store.evidence.stamp_covering(rec["_id"])
     if stamp is None:
         return {}
     from cryptography import x509
@@ -105,11 +105,11 @@ def stamp_files(store: Any, rec: dict, ca_path: str, prefix: str = "") -> dict[s
 
 def capture_files(store: Any, match: dict, ca_path: str) -> dict[str, bytes]:
     """capture/*: the rendered capture's screenshot, PDF, record, proof and timestamp (empty: no capture)."""
-    rec = store.capture_for(match)
+    rec = store.evidence.capture_for(match)
     if rec is None:
         return {}
     files = {"capture/record.json": _json(record_json(rec)),
-             "capture/proof.json": _json(store.evidence_proof(rec["_id"])),
+             "capture/proof.json": _json(store.evidence.proof(rec["_id"])),
              **stamp_files(store, rec, ca_path, "capture/")}
     for name, field in (("screenshot.png", "png"), ("page.pdf", "pdf")):
         if rec.get(field) is not None:
@@ -122,10 +122,10 @@ def pack_files(store: Any, match_id: str, ca_path: str = "") -> tuple[dict, dict
     match = store.matches.get(match_id)
     if not match:
         raise LookupError(f"no match with id {match_id!r}")
-    rec = store.evidence_for(match)
+    rec = store.evidence.for_match(match)
     if rec is None:
         raise LookupError(f"match {match_id} has no evidence snapshot (it was made before evidence was kept)")
-    proof = store.evidence_proof(rec["_id"])
+    proof = store.evidence.proof(rec["_id"])
     doc = record_json(rec)
     stamps = stamp_files(store, rec, ca_path)
     files = {"raw.bin": raw_bytes(rec) or b"", "text.txt": str(rec.get("text") or "").encode("utf-8"),

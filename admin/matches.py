@@ -56,7 +56,7 @@ def suspect_view(match: dict) -> dict[str, Any]:
     else the stored page (if it is still the matched URL), else the text kept in the match; and what is
     known of the live page (live_state), which is only ever what a fetch saw."""
     store = get_store()
-    evidence = _safe_get(store.evidence_for, match) if match.get("evidence_seq") is not None else None
+    evidence = _safe_get(store.evidence.for_match, match) if match.get("evidence_seq") is not None else None
     page = matched_page(match)
     live = live_state(match, evidence, page)
     if evidence is not None:
@@ -192,14 +192,14 @@ def next_unreviewed(mq: MatchQuery, match: dict) -> str | None:
 def evidence_extras(match: dict, view: dict) -> dict[str, Any]:
     """The detail page's timestamp line and rendered capture (issue 26): what proves the snapshot's time."""
     store = get_store()
-    stamp = store.stamp_covering(view["evidence"]["_id"]) if view.get("evidence") else None
-    return {"stamp": stamp, "stamp_status": store.stamp_status().summary(), "capture": store.capture_facts(match)}
+    stamp = store.evidence.stamp_covering(view["evidence"]["_id"]) if view.get("evidence") else None
+    return {"stamp": stamp, "stamp_status": store.evidence.stamp_status().summary(), "capture": store.evidence.capture_facts(match)}
 
 
 @bp.route("/<match_id>/capture.<kind>")
 def capture_file(match_id: str, kind: str) -> Any:
     """The rendered capture's screenshot (png) or PDF, as chained in the evidence log."""
-    rec = get_store().capture_for(load_match(match_id)) if kind in ("png", "pdf") else None
+    rec = get_store().evidence.capture_for(load_match(match_id)) if kind in ("png", "pdf") else None
     if rec is None or rec.get(kind) is None:
         abort(404, description="no rendered capture of this match")
     return Response(bytes(rec[kind]), mimetype="image/png" if kind == "png" else "application/pdf")

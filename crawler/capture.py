@@ -144,7 +144,7 @@ class MatchCapture:
                 return
             capture = self.capturer.capture(url)
             for match_id in todo:
-                store.add_capture(match_id, capture)
+                store.evidence.add_capture(match_id, capture)
             self.crawler.stats.inc_value(CAPTURES)
 
     def _failed(self, failure: Any, url: str) -> None:

@@ -77,7 +77,7 @@ class EvidenceStamper:
 
     def _stamp(self) -> dict | None:
         with self.lock:
-            return None if self.closed else store_for(self.crawler).stamp_head(self.client)
+            return None if self.closed else store_for(self.crawler).evidence.stamp_head(self.client)
 
     def _stamped(self, stamp: dict | None) -> None:
         """A stamp (or nothing new): the next one at most `interval` seconds later."""

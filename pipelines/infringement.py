@@ -89,7 +89,7 @@ class InfringementPipeline:
             snapshot = self._snapshot(item, record, source_texts.get(record["source_id"], ""))
             try:
                 flag = self._reappeared(match_id, item, record)
-                self.store.add_evidence(match_id, {**snapshot, "reappeared": flag}, fresh=flag is not None)
+                self.store.evidence.add(match_id, {**snapshot, "reappeared": flag}, fresh=flag is not None)
             except StorageUnavailable as exc:
                 logger.warning("no evidence snapshot for match %s of %s: %s", match_id, item["url"], exc)
                 self.crawler.stats.inc_value(stats.EVIDENCE_MISSING)

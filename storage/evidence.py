@@ -1,4 +1,4 @@
-"""EvidenceStore: what a match rests on, frozen at match time, in a tamper-evident log (collection `evidence`).
+"""EvidenceLog (`store.evidence`): what a match rests on, frozen at match time, in a tamper-evident log (collection `evidence`).
 
 Each record keeps the raw response bytes (zlib), the response headers, the fetch time, the final URL,
 the whole HTTP exchange (redirects, every header as sent, server IP:port, certificate; `exchange`), the
@@ -119,34 +119,36 @@ def check_snapshot(rec: dict) -> str | None:
     return None
 
 
-class EvidenceStore(Connection):
+class EvidenceLog:
     """Append match evidence to the hash-chained log, read it back, verify the chain, prove one record."""
 
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn   # the store's connection: retry, outages
+
     @property
-    def evidence(self) -> Any:
+    def records(self) -> Any:
         """The evidence log collection (one record per snapshot, `_id` = seq)."""
-        return self.db["evidence"]
+        return self.conn.db["evidence"]
 
     @property
     def _head(self) -> Any:
-        return self.db["evidence_head"]
+        return self.conn.db["evidence_head"]
 
     def ensure_indexes(self) -> None:
-        """The usual indexes plus the evidence log's lookup by match."""
-        super().ensure_indexes()
-        self.evidence.create_index("match_id")
+        """The evidence log's lookup by match."""
+        self.records.create_index("match_id")
 
-    def add_evidence(self, match_id: str, snapshot: dict, fresh: bool = False) -> int:
+    def add(self, match_id: str, snapshot: dict, fresh: bool = False) -> int:
         """Freeze what a match rests on and chain it to the log; returns its seq. The match gets `evidence_seq`
         (a re-crawl that fetched the same bytes and matched the same way keeps the earlier snapshot, unless
         `fresh`: a page back after its takedown is recorded again, to prove it is up now)."""
         record = self._evidence_record(match_id, snapshot)
-        held = self._retry("mongo", self.db.matches.find_one, {"_id": to_oid(match_id)}, {"evidence_seq": 1})
-        last = self.get_evidence(held["evidence_seq"]) if isinstance((held or {}).get("evidence_seq"), int) else None
+        held = self.conn._retry("mongo", self.conn.db.matches.find_one, {"_id": to_oid(match_id)}, {"evidence_seq": 1})
+        last = self.get(held["evidence_seq"]) if isinstance((held or {}).get("evidence_seq"), int) else None
         if last and not fresh and all(last.get(k) == record[k] for k in ("raw_sha256", "text_sha256", "suspect_spans", "source_spans")):
             return int(last["_id"])  # the same page matched the same way again: its snapshot stands
-        seq = self._retry("mongo", self._append, record)
-        self._retry("mongo", self.db.matches.update_one, {"_id": to_oid(match_id)},
+        seq = self.conn._retry("mongo", self._append, record)
+        self.conn._retry("mongo", self.conn.db.matches.update_one, {"_id": to_oid(match_id)},
                     {"$set": {"evidence_seq": seq, "evidence_digest": record["digest"]}})
         return seq
 
@@ -159,25 +161,25 @@ class EvidenceStore(Connection):
             data = bytes(capture.get(name) or b"")
             record.update({name: Binary(data) if len(data) <= CAPTURE_MAX else None, f"{name}_len": len(data),
                            f"{name}_sha256": sha256_hex(data)})
-        seq = self._retry("mongo", self._append, record)
-        self._retry("mongo", self.db.matches.update_one, {"_id": to_oid(match_id)},
+        seq = self.conn._retry("mongo", self._append, record)
+        self.conn._retry("mongo", self.conn.db.matches.update_one, {"_id": to_oid(match_id)},
                     {"$set": {"capture_seq": seq, "capture_digest": record["digest"]}})
         return seq
 
     def capture_for(self, match: dict) -> dict | None:
         """The newest rendered capture of a match, or None."""
         seq = match.get("capture_seq")
-        return self.get_evidence(seq) if isinstance(seq, int) else None
+        return self.get(seq) if isinstance(seq, int) else None
 
     def capture_facts(self, match: dict) -> dict | None:
         """The newest capture's record without its bytes (pages show it), with has_png / has_pdf; or None."""
         seq = match.get("capture_seq")
         if not isinstance(seq, int):
             return None
-        rec = self._retry("mongo", self.evidence.find_one, {"_id": seq}, {"png": 0, "pdf": 0})
+        rec = self.conn._retry("mongo", self.records.find_one, {"_id": seq}, {"png": 0, "pdf": 0})
         if rec is not None:
             for name in ("png", "pdf"):
-                rec[f"has_{name}"] = self._retry("mongo", self.evidence.count_documents,
+                rec[f"has_{name}"] = self.conn._retry("mongo", self.records.count_documents,
                                                  {"_id": seq, name: {"$ne": None}}) == 1
         return rec
 
@@ -211,20 +213,20 @@ class EvidenceStore(Connection):
     def _append(self, record: dict) -> int:
         """Take the next seq and insert; a writer that lost the race for that seq re-reads and retries.
         An earlier attempt whose reply was lost (the store retries it) is found by its content digest."""
-        done = self.evidence.find_one({"match_id": record["match_id"], "content_digest": content_digest(record)},
+        done = self.records.find_one({"match_id": record["match_id"], "content_digest": content_digest(record)},
                                       {"digest": 1})
         if done is not None:
             self._advance_head(int(done["_id"]), done["digest"])
             return int(done["_id"])
         for _ in range(APPEND_ATTEMPTS):
-            last = self.evidence.find_one({}, {"digest": 1},
+            last = self.records.find_one({}, {"digest": 1},
                                           sort=[("_id", pymongo.DESCENDING)])
             seq = 0 if last is None else int(last["_id"]) + 1
             prev = GENESIS if last is None else last["digest"]
             record["content_digest"] = content_digest(record)
             record.update(_id=seq, prev_digest=prev, digest=chain_digest(prev, record["content_digest"]))
             try:
-                self.evidence.insert_one(record)
+                self.records.insert_one(record)
             except DuplicateKeyError:
                 continue
             self._advance_head(seq, record["digest"])
@@ -238,34 +240,34 @@ class EvidenceStore(Connection):
         except DuplicateKeyError:
             pass  # a later record already moved the head on
 
-    def get_evidence(self, seq: int) -> dict | None:
+    def get(self, seq: int) -> dict | None:
         """One evidence record by seq (raw bytes still compressed), or None."""
-        return self._retry("mongo", self.evidence.find_one, {"_id": int(seq)})
+        return self.conn._retry("mongo", self.records.find_one, {"_id": int(seq)})
 
-    def evidence_for(self, match: dict) -> dict | None:
+    def for_match(self, match: dict) -> dict | None:
         """The evidence record a match points at (its latest snapshot), or None for matches without one."""
         seq = match.get("evidence_seq")
-        return self.get_evidence(seq) if isinstance(seq, int) else None
+        return self.get(seq) if isinstance(seq, int) else None
 
-    def iter_evidence(self) -> Iterator[dict]:
+    def each(self) -> Iterator[dict]:
         """Every evidence record in seq order."""
-        yield from self.evidence.find({}).sort("_id", pymongo.ASCENDING)
+        yield from self.records.find({}).sort("_id", pymongo.ASCENDING)
 
-    def evidence_head(self) -> dict | None:
+    def head(self) -> dict | None:
         """{seq, digest} of the newest record the log has announced, or None when the log is empty."""
-        return self._retry("mongo", self._head.find_one, {"_id": HEAD_ID})
+        return self.conn._retry("mongo", self._head.find_one, {"_id": HEAD_ID})
 
-    def verify_evidence(self) -> VerifyResult:
+    def verify(self) -> VerifyResult:
         """Walk the whole chain; the first record that is edited, missing or out of order is reported."""
         prev, expected, n = GENESIS, 0, 0
-        for rec in self.iter_evidence():
+        for rec in self.each():
             if rec["_id"] != expected:
                 return VerifyResult(n, expected, f"record {expected} is missing")
             problem = check_record(rec, prev)
             if problem:
                 return VerifyResult(n, expected, problem)
             prev, expected, n = rec["digest"], expected + 1, n + 1
-        head = self.evidence_head()
+        head = self.head()
         if head is not None:
             if head["seq"] >= expected:
                 return VerifyResult(n, expected, f"the log ends at {expected - 1} but its head says {head['seq']} "
@@ -274,14 +276,14 @@ class EvidenceStore(Connection):
                 return VerifyResult(n, head["seq"], "the head's digest differs from the last record's")
         return VerifyResult(n)
 
-    def evidence_proof(self, seq: int) -> dict:
+    def proof(self, seq: int) -> dict:
         """The chain from record seq to the head: the content digests after it let anyone recompute the head."""
-        rec = self.get_evidence(seq)
+        rec = self.get(seq)
         if rec is None:
             raise KeyError(seq)
-        later = [r["content_digest"] for r in self.evidence.find(
+        later = [r["content_digest"] for r in self.records.find(
             {"_id": {"$gt": int(seq)}}, {"content_digest": 1}).sort("_id", pymongo.ASCENDING)]
-        head = self.evidence_head() or {}
+        head = self.head() or {}
         return {"seq": int(seq), "prev_digest": rec["prev_digest"], "content_digest": rec["content_digest"],
                 "digest": rec["digest"], "later_content_digests": later,
                 "head": {"seq": head.get("seq"), "digest": head.get("digest")}}

@@ -383,9 +383,9 @@ class MaintenanceStore(DedupStore, PageStore):
             out["index"] = None
             out["index_error"] = f"{type(e).__name__}: {e}"
         out["spool"] = {"entries": self.spool.count(), "dir": str(self.spool.dir)}
-        stamps = getattr(self, "stamp_status", None)
+        log = getattr(self, "evidence", None)   # the Store's part (a bare maintenance store has none)
         try:
-            out["evidence"] = stamps().summary() if stamps else None
+            out["evidence"] = log.stamp_status().summary() if log is not None else None
         except (StorageUnavailable, PyMongoError) as e:
             out["evidence"] = f"unreadable ({type(e).__name__}: {e})"
         return out

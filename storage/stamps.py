@@ -1,4 +1,4 @@
-"""StampStore: RFC 3161 timestamps of the evidence chain's head (collection `evidence_stamps`).
+"""StampedLog (`store.evidence`, an EvidenceLog): RFC 3161 timestamps of the evidence chain's head (collection `evidence_stamps`).
 
 A stamp is kept once and never changed: `_id` is the seq of the head it stamps, `stamped` the exact
 bytes the TSA signed (storage.timestamping.stamped_bytes), `token` the TimeStampResp DER. A token over
@@ -16,7 +16,7 @@ import pymongo
 from bson.binary import Binary
 from pymongo.errors import DuplicateKeyError
 
-from .evidence import EvidenceStore, VerifyResult, sha256_hex
+from .evidence import EvidenceLog, VerifyResult, sha256_hex
 from .schema import now, utc
 from .timestamping import TimestampError, TSAClient, check_token, parse_stamped, stamped_bytes, token_info
 
@@ -64,21 +64,22 @@ def fmt_time(t: Any) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(t, datetime) else "-"
 
 
-class StampStore(EvidenceStore):
-    """Stamp the evidence chain's head with a TSA, say what is not stamped yet, and verify every stamp."""
+class StampedLog(EvidenceLog):
+    """The evidence log with its timestamps: stamp the chain's head with a TSA, say what is not stamped yet,
+    and verify every stamp (`store.evidence`)."""
 
     @property
-    def evidence_stamps(self) -> Any:
+    def stamps(self) -> Any:
         """The timestamp tokens, one per stamped head (`_id` = its seq)."""
-        return self.db["evidence_stamps"]
+        return self.conn.db["evidence_stamps"]
 
     def _last_record(self) -> dict | None:
-        return self._retry("mongo", self.evidence.find_one, {}, {"digest": 1, "recorded": 1},
+        return self.conn._retry("mongo", self.records.find_one, {}, {"digest": 1, "recorded": 1},
                            sort=[("_id", pymongo.DESCENDING)])
 
     def last_stamp(self) -> dict | None:
         """The stamp of the newest stamped head, or None."""
-        return self._retry("mongo", self.evidence_stamps.find_one, {}, sort=[("_id", pymongo.DESCENDING)])
+        return self.conn._retry("mongo", self.stamps.find_one, {}, sort=[("_id", pymongo.DESCENDING)])
 
     def stamp_head(self, client: TSAClient) -> dict | None:
         """Stamp the newest record unless a stamp covers it; returns the new stamp (None: nothing to do).
@@ -90,7 +91,7 @@ class StampStore(EvidenceStore):
         try:
             token = client.stamp(data)
         except TimestampError as exc:
-            self._retry("mongo", self.db["evidence_tsa"].update_one, {"_id": STATE_ID},
+            self.conn._retry("mongo", self.conn.db["evidence_tsa"].update_one, {"_id": STATE_ID},
                         {"$set": {"last_error": str(exc), "last_attempt": now()}}, upsert=True)
             raise
         doc = {"_id": int(head["_id"]), "digest": head["digest"], "stamped": Binary(data), "token": Binary(token.der),
@@ -98,28 +99,28 @@ class StampStore(EvidenceStore):
                "nonce": str(token.nonce), "serial": str(token.serial), "gen_time": token.gen_time,
                "tsa": client.url, "recorded": now()}
         try:
-            self._retry("mongo", self.evidence_stamps.insert_one, doc)
+            self.conn._retry("mongo", self.stamps.insert_one, doc)
         except DuplicateKeyError:
             pass  # another crawler stamped this head first: its token stands
-        self._retry("mongo", self.db["evidence_tsa"].update_one, {"_id": STATE_ID},
+        self.conn._retry("mongo", self.conn.db["evidence_tsa"].update_one, {"_id": STATE_ID},
                     {"$set": {"last_error": None, "last_stamp": now()}}, upsert=True)
         return doc
 
     def stamp_covering(self, seq: int) -> dict | None:
         """The earliest stamp whose head is at or after seq (it proves that record's time), or None."""
-        return self._retry("mongo", self.evidence_stamps.find_one, {"_id": {"$gte": int(seq)}},
+        return self.conn._retry("mongo", self.stamps.find_one, {"_id": {"$gte": int(seq)}},
                            sort=[("_id", pymongo.ASCENDING)])
 
-    def iter_stamps(self) -> Iterator[dict]:
+    def each_stamp(self) -> Iterator[dict]:
         """Every stamp in seq order."""
-        yield from self.evidence_stamps.find({}).sort("_id", pymongo.ASCENDING)
+        yield from self.stamps.find({}).sort("_id", pymongo.ASCENDING)
 
     def stamp_status(self) -> StampReport:
         """What is stamped and since when the log is not (no token checks: cheap enough for status pages)."""
         head, last = self._last_record(), self.last_stamp()
-        state = self._retry("mongo", self.db["evidence_tsa"].find_one, {"_id": STATE_ID}) or {}
+        state = self.conn._retry("mongo", self.conn.db["evidence_tsa"].find_one, {"_id": STATE_ID}) or {}
         report = StampReport(records=0 if head is None else int(head["_id"]) + 1,
-                             stamps=self._retry("mongo", self.evidence_stamps.count_documents, {}),
+                             stamps=self.conn._retry("mongo", self.stamps.count_documents, {}),
                              last_error=state.get("last_error"))
         if last is not None:
             report.stamped_to, report.stamped_at = int(last["_id"]), last.get("gen_time")
@@ -130,19 +131,19 @@ class StampStore(EvidenceStore):
         """Fill in the recorded time of the first record no stamp covers."""
         first = -1 if report.stamped_to is None else report.stamped_to
         if first + 1 < report.records:
-            rec = self._retry("mongo", self.evidence.find_one, {"_id": first + 1}, {"recorded": 1})
+            rec = self.conn._retry("mongo", self.records.find_one, {"_id": first + 1}, {"recorded": 1})
             report.unstamped_since = (rec or {}).get("recorded")
 
-    def verify_evidence(self, roots: list | None = None) -> VerifyResult:
+    def verify(self, roots: list | None = None) -> VerifyResult:
         """The chain check, then every stamp's bytes and token (signatures too when CA roots are given)."""
-        result = super().verify_evidence()
+        result = super().verify()
         result.stamps = self.verify_stamps(result.checked, roots)
         return result
 
     def verify_stamps(self, records: int, roots: list | None) -> StampReport:
         """Check each stamp names a record's digest and its token verifies over the stamped bytes."""
         report = StampReport(records=records, signatures_checked=bool(roots))
-        for stamp in self.iter_stamps():
+        for stamp in self.each_stamp():
             problem = self._stamp_problem(stamp, roots)
             if problem:
                 report.bad_stamp, report.problem = int(stamp["_id"]), problem
@@ -156,7 +157,7 @@ class StampStore(EvidenceStore):
         """What is wrong with one stamp (None: it proves its record's time)."""
         data = bytes(stamp.get("stamped") or b"")
         named = parse_stamped(data)
-        rec = self.get_evidence(int(stamp["_id"]))
+        rec = self.get(int(stamp["_id"]))
         if named is None or named != (int(stamp["_id"]), stamp.get("digest")):
             return "the stamped bytes were changed (they no longer name this stamp's record and digest)"
         if rec is None or rec.get("digest") != named[1]:

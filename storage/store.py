@@ -4,11 +4,10 @@ and Redis; `open_store` connects it.
 MongoDB is the truth (pages, duplicates, sources, matches, runs, users); Redis is an index that can
 be rebuilt from it (`rebuild_index`). Store is assembled from one class per concern, each in its own
 module on top of `Connection` (clients, retry with backoff, restarts, spool): `DedupStore` (dedup.py),
-`PageStore` (pages.py), `DuplicateStore` (duplicates.py), `EvidenceStore` (evidence.py: the hash-chained
-evidence log) with `StampStore` (stamps.py: its RFC 3161 timestamps) and `MaintenanceStore`
-(maintenance.py: rebuild, reconcile, purge, status, spool replay). Parts that need nothing of the others
-are composed instead, each holding the connection: `store.matches` (matches.py, matchlist.py),
-`store.runs` (runs.py), `store.sources` (catalog.py: registered works), `store.users` (users.py),
+`PageStore` (pages.py), `DuplicateStore` (duplicates.py) and `MaintenanceStore` (maintenance.py: rebuild,
+reconcile, purge, status, spool replay). Parts that need nothing of the others are composed instead, each
+holding the connection: `store.matches` (matches.py, matchlist.py), `store.evidence` (evidence.py: the
+hash-chained evidence log; stamps.py: its RFC 3161 timestamps), `store.runs` (runs.py), `store.sources` (catalog.py: registered works), `store.users` (users.py),
 `store.watch` (watch.py), `store.notices` (notices.py). What they share (ids, times, statuses, MongoDB
 indexes) is in schema.py; document checks in documents.py.
 """
@@ -21,7 +20,7 @@ from .maintenance import MaintenanceStore
 from .matches import Matches
 from .notices import Notices
 from .runs import Runs
-from .stamps import StampStore
+from .stamps import StampedLog
 from .schema import now, to_oid, to_signed64, to_unsigned64
 from .servers import resolve as resolve_servers
 from .users import Users
@@ -30,14 +29,15 @@ from .watch import WatchList
 __all__ = ["Store", "open_store", "resolve_servers", "now", "to_oid", "to_signed64", "to_unsigned64"]
 
 
-class Store(MaintenanceStore, StampStore):
-    """Every read and write of pages, duplicates and match evidence, plus the Redis index; infringement matches,
+class Store(MaintenanceStore):
+    """Every read and write of pages and duplicates, plus the Redis index; infringement matches, their evidence,
     crawl runs, registered works, reviewer accounts, the watch list and takedown notices are parts hung on it
-    (`matches`, `runs`, `sources`, `users`, `watch`, `notices`), each over the same connection."""
+    (`matches`, `evidence`, `runs`, `sources`, `users`, `watch`, `notices`), each over the same connection."""
 
     def __init__(self, config: StoreConfig, mongo_uri: str, redis_url: str, embedded: dict[str, bool]) -> None:
         super().__init__(config, mongo_uri, redis_url, embedded)
         self.matches = Matches(self)
+        self.evidence = StampedLog(self)
         self.runs = Runs(self)
         self.sources = Sources(self)
         self.users = Users(self)
@@ -47,6 +47,7 @@ class Store(MaintenanceStore, StampStore):
     def ensure_indexes(self) -> None:
         """Every part's MongoDB indexes."""
         super().ensure_indexes()
+        self.evidence.ensure_indexes()
         self.watch.ensure_indexes()
         self.notices.ensure_indexes()
 

@@ -74,7 +74,7 @@ def test_forged_canonical_cannot_replace_evidence(live_url, browser_page, store,
     a_page, b_page = store.page_by_url(a_url), store.page_by_url(b_url)
     assert a_page["text"].startswith(texts["a"][:40]) and b_page["_id"] != a_page["_id"]
     assert b_page["canonical_claim"] == a_url  # recorded as a claim, never used as identity
-    assert store.verify_evidence().ok
+    assert store.evidence.verify().ok
 
     page = browser_page
     log_in(page, live_url, f"/matches/{match['_id']}")

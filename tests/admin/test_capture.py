@@ -72,7 +72,7 @@ def test_confirm_renders_chains_stamps_shows_and_packs(client, store, tsa, pirat
     png = client.get(f"/matches/{mid}/capture.png")
     assert png.status_code == 200 and png.data.startswith(b"\x89PNG") and png.mimetype == "image/png"
     assert client.get(f"/matches/{mid}/capture.pdf").data.startswith(b"%PDF")
-    res = store.verify_evidence(load_roots(tsa.ca))
+    res = store.evidence.verify(load_roots(tsa.ca))
     assert res.ok and res.stamps.all_stamped and res.checked == 2
     write_pack(store, mid, tmp_path / "pack.zip", str(tsa.ca))
     with zipfile.ZipFile(tmp_path / "pack.zip") as zf:
@@ -87,10 +87,10 @@ def test_confirm_renders_chains_stamps_shows_and_packs(client, store, tsa, pirat
     token = csrf_from(client.get(f"/matches/{mid}").get_data(as_text=True))      # render again on demand
     again = client.post(f"/matches/{mid}/capture", data={"csrf_token": token}, follow_redirects=True)
     assert "chained as evidence record #2" in again.get_data(as_text=True) and store.matches.get(mid)["capture_seq"] == 2
-    data = bytearray(store.get_evidence(1)["png"])
+    data = bytearray(store.evidence.get(1)["png"])
     data[len(data) // 2] ^= 0x01
-    store.evidence.update_one({"_id": 1}, {"$set": {"png": Binary(bytes(data))}})
-    res = store.verify_evidence(load_roots(tsa.ca))
+    store.evidence.records.update_one({"_id": 1}, {"$set": {"png": Binary(bytes(data))}})
+    res = store.evidence.verify(load_roots(tsa.ca))
     assert not res.ok and res.bad_seq == 1 and "screenshot" in res.problem
 
 
@@ -101,7 +101,7 @@ def test_without_chromium_capture_is_off_and_says_why(client, store, monkeypatch
     mid = matches_with_evidence(store, 1)[0]
     html = confirm(client, mid)
     assert "No rendered capture: no Chromium at /nonexistent/chromium" in html
-    assert store.matches.get(mid)["status"] == "confirmed" and store.verify_evidence().ok
+    assert store.matches.get(mid)["status"] == "confirmed" and store.evidence.verify().ok
     assert "no rendered capture" in html and client.get(f"/matches/{mid}/capture.png").status_code == 404
 
 

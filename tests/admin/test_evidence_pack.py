@@ -36,7 +36,7 @@ def matches_with_evidence(store, n: int) -> list[str]:
     for i in range(n):
         mid = store.matches.save({"suspect_url": f"http://p.example/{i}.html", "source_id": f"s{i}", "score": 0.9,
                                   "suspect_spans": [[0, 7]], "source_spans": [[3, 10]]})
-        store.add_evidence(mid, snapshot(i))
+        store.evidence.add(mid, snapshot(i))
         ids.append(mid)
     return ids
 
@@ -47,7 +47,7 @@ def check(where: Path) -> subprocess.CompletedProcess:
 
 def test_stamped_pack_verifies_offline_and_any_changed_byte_fails(store, tsa, tmp_path):
     ids = matches_with_evidence(store, 3)
-    store.stamp_head(TSAClient(tsa.url, load_roots(tsa.ca), 30))
+    store.evidence.stamp_head(TSAClient(tsa.url, load_roots(tsa.ca), 30))
     ids += matches_with_evidence(store, 1)          # the head moved on past the stamp
     write_pack(store, ids[1], tmp_path / "pack.zip", str(tsa.ca))
     with zipfile.ZipFile(tmp_path / "pack.zip") as zf:
@@ -104,7 +104,7 @@ def test_notice_pack_holds_every_match_pack_and_checks_them_all(store, tsa, cli_
     for mid in ids:
         store.db.matches.update_one({"_id": to_oid(mid)}, {"$set": {"site": "p.example"}})
         store.matches.review(mid, "confirm", "tester")
-    store.stamp_head(TSAClient(tsa.url, load_roots(tsa.ca), 30))
+    store.evidence.stamp_head(TSAClient(tsa.url, load_roots(tsa.ca), 30))
     notice, _ = build_notice(store, "p.example")
     out = tmp_path / "notice.zip"
     assert main(["evidence", "export-notice", notice["_id"], str(out)]) == 0

@@ -107,7 +107,7 @@ def pirate_site(store, sample):
     store.db.matches.update_one({"_id": store.db.matches.find_one({"suspect_url": "http://pirate.example/book/1.html"})["_id"]},
                              {"$set": {"suspect_url": url}})
     store.pages.delete_many({})  # dropped as a duplicate: no stored page, as in the demo
-    store.add_evidence(sample["match_id"], {"suspect_url": url, "raw": body.encode(), "text": sample["copied"],
+    store.evidence.add(sample["match_id"], {"suspect_url": url, "raw": body.encode(), "text": sample["copied"],
                                             "fetched": datetime.now(timezone.utc), "status": 200,
                                             "suspect_spans": [[11, 311]], "source_id": "sgyy-1"})
     try:

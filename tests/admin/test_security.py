@@ -38,7 +38,7 @@ def with_evidence(store: Any, n: int = 3) -> list[str]:
         text = f"滚滚长江东逝水，浪花淘尽英雄。第{i}页"
         mid = store.matches.save({"suspect_url": f"http://p.example/{i}", "source_id": "s1", "score": 0.5,
                                   "suspect_spans": [[0, 7]], "source_spans": [[0, 7]]})
-        store.add_evidence(mid, {"suspect_url": f"http://p.example/{i}", "final_url": f"http://p.example/{i}",
+        store.evidence.add(mid, {"suspect_url": f"http://p.example/{i}", "final_url": f"http://p.example/{i}",
                                  "raw": RAW.encode("gbk"), "headers": {"content-type": "text/html"}, "status": 200,
                                  "fetched": datetime.now(timezone.utc), "text": text, "suspect_spans": [[0, 7]],
                                  "source_spans": [[0, 7]], "passages": [{"suspect_text": text[:7]}]})

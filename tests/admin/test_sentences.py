@@ -30,7 +30,7 @@ def rewrite(store: Any) -> dict[str, Any]:
     assert m is not None   # the product's matcher finds the rewrite
     match_id = store.matches.save({"suspect_url": COPY_URL, "site": "farm.example", "title": "<b>洗稿</b>",
                                    **m.as_dict(), "source_id": "story-1", "suspect_text": COPY})
-    store.add_evidence(match_id, {"suspect_url": COPY_URL, "raw": COPY.encode(), "text": COPY, "source_id": "story-1",
+    store.evidence.add(match_id, {"suspect_url": COPY_URL, "raw": COPY.encode(), "text": COPY, "source_id": "story-1",
                                   "suspect_spans": m.suspect_spans, "source_spans": m.source_spans})
     dup = store.duplicates.find_one({"url": COPY_URL})
     return {"page_id": page_id, "match_id": match_id, "dup_id": str(dup["_id"])}

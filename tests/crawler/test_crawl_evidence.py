@@ -51,7 +51,7 @@ def crawled(module_store, sites, tsa_pki):
         down = crawl("fiction", settings=tsa_settings, toc=sites.base("p") + "/read/9/")
     finally:
         last.body = served
-    status_down = store.stamp_status()
+    status_down = store.evidence.stamp_status()
     tsa.mode = "garbage"                            # back, but answering garbage until the first chapter is asked
     tsa.answered.clear()
     tsa.start()
@@ -101,9 +101,9 @@ def test_stamps_catch_up_and_verify_with_plain_openssl(crawled, tmp_path):
     # within the crawl: a refused token, a retry after backoff, caught up while the crawl still ran
     assert back.counts["evidence/stamp_failures"] >= 1 and "not a timestamp response" in back.log
     assert "evidence timestamps caught up" in back.log
-    report = store.stamp_status()
+    report = store.evidence.stamp_status()
     assert report.all_stamped and report.records >= 3 and report.last_error is None
-    for stamp in store.iter_stamps():
+    for stamp in store.evidence.each_stamp():
         (tmp_path / "STAMPED").write_bytes(bytes(stamp["stamped"]))
         (tmp_path / "TOKEN.tsr").write_bytes(bytes(stamp["token"]))
         r = openssl_verify(tmp_path / "STAMPED", tmp_path / "TOKEN.tsr", tsa.ca)
@@ -117,7 +117,7 @@ def test_stamps_catch_up_and_verify_with_plain_openssl(crawled, tmp_path):
 def test_pack_of_a_crawled_match_has_the_exchange_and_checks(crawled, sites, tmp_path):
     store, crawl, tsa, *_ = crawled
     match = store.db.matches.find_one({"suspect_url": chapter_url(sites.base("p"), "/read/9/", 2)})
-    rec = store.evidence_for(match)
+    rec = store.evidence.for_match(match)
     ex = rec["exchange"]
     assert ex["status"] == 200 and ex["ip_address"] == "127.0.0.1" and ex["port"] == int(sites.base("p").rsplit(":", 1)[1])
     assert ex["body_sha256"] == rec["raw_sha256"] and any(k.lower() == "content-type" for k, _ in ex["headers"])
@@ -142,6 +142,6 @@ def test_capture_at_match_time_renders_new_matches_and_is_stamped(crawled, sites
     z = [m for m in store.db.matches.find({}) if m["suspect_url"].startswith(sites.base("z"))]
     assert len(z) == 3 and back.counts["evidence/captures"] == 3
     for m in z:
-        rec = store.capture_for(m)
+        rec = store.evidence.capture_for(m)
         assert rec["kind"] == "capture" and bytes(rec["png"]).startswith(b"\x89PNG") and rec["final_url"] == m["suspect_url"]
-    assert store.stamp_status().all_stamped and store.verify_evidence().ok
+    assert store.evidence.stamp_status().all_stamped and store.evidence.verify().ok

@@ -28,22 +28,22 @@ def a_match(store: Any, i: int = 0) -> str:
 
 def test_snapshot_round_trip_and_match_link(store):
     mid = a_match(store)
-    seq = store.add_evidence(mid, snapshot())
-    rec = store.evidence_for(store.matches.get(mid))
+    seq = store.evidence.add(mid, snapshot())
+    rec = store.evidence.for_match(store.matches.get(mid))
     assert rec["_id"] == seq == 0 and rec["prev_digest"] == GENESIS
     assert raw_bytes(rec) == RAW and rec["raw_len"] == len(RAW)
     assert rec["final_url"].endswith("?p=1") and rec["headers"]["content-type"].endswith("gbk")
     assert rec["text"].startswith("滚滚长江") and rec["passages"][0]["suspect_text"] == "滚滚长江东逝水"
-    assert store.verify_evidence().ok
+    assert store.evidence.verify().ok
 
 
 def test_verify_names_the_edited_record(store):
     mid = a_match(store)
     for i in range(4):
-        store.add_evidence(mid, snapshot(i))
-    assert store.verify_evidence().checked == 4
+        store.evidence.add(mid, snapshot(i))
+    assert store.evidence.verify().checked == 4
     store.db.evidence.update_one({"_id": 2}, {"$set": {"text": "别人的文字"}})
-    res = store.verify_evidence()
+    res = store.evidence.verify()
     assert not res.ok and res.bad_seq == 2 and "text" in res.problem
 
 
@@ -53,36 +53,36 @@ def test_verify_detects_a_resealed_record_through_the_chain(store):
 
     mid = a_match(store)
     for i in range(3):
-        store.add_evidence(mid, snapshot(i))
-    rec = store.get_evidence(1)
+        store.evidence.add(mid, snapshot(i))
+    rec = store.evidence.get(1)
     rec["text"] = "伪造"
     rec["text_sha256"] = sha256_hex("伪造".encode())
     rec["content_digest"] = content_digest(rec)
     rec["digest"] = chain_digest(rec["prev_digest"], rec["content_digest"])
     store.db.evidence.replace_one({"_id": 1}, rec)
-    res = store.verify_evidence()
+    res = store.evidence.verify()
     assert not res.ok and res.bad_seq == 2 and "prev_digest" in res.problem
 
 
 def test_verify_detects_deletion_and_truncation(store):
     mid = a_match(store)
     for i in range(3):
-        store.add_evidence(mid, snapshot(i))
+        store.evidence.add(mid, snapshot(i))
     store.db.evidence.delete_one({"_id": 2})
-    res = store.verify_evidence()
+    res = store.evidence.verify()
     assert not res.ok and "removed from the end" in res.problem
     store.db.evidence.delete_one({"_id": 0})
-    res = store.verify_evidence()
+    res = store.evidence.verify()
     assert not res.ok and res.bad_seq == 0 and "missing" in res.problem
 
 
 def test_raw_bytes_edit_is_detected(store):
     mid = a_match(store)
-    store.add_evidence(mid, snapshot())
+    store.evidence.add(mid, snapshot())
     from bson.binary import Binary
 
     store.db.evidence.update_one({"_id": 0}, {"$set": {"raw": Binary(zlib.compress(b"<p>other</p>"))}})
-    assert "raw" in store.verify_evidence().problem
+    assert "raw" in store.evidence.verify().problem
 
 
 def test_concurrent_appends_make_one_chain(store_config):
@@ -97,7 +97,7 @@ def test_concurrent_appends_make_one_chain(store_config):
 
         def work(st: Any, k: int) -> None:
             for i in range(8):
-                s = st.add_evidence(mid, snapshot(k * 100 + i))
+                s = st.evidence.add(mid, snapshot(k * 100 + i))
                 with lock:
                     seqs.append(s)
 
@@ -107,9 +107,9 @@ def test_concurrent_appends_make_one_chain(store_config):
         for t in threads:
             t.join(120)
         assert sorted(seqs) == list(range(32))
-        res = stores[0].verify_evidence()
+        res = stores[0].evidence.verify()
         assert res.ok and res.checked == 32, res
-        proof = stores[0].evidence_proof(5)
+        proof = stores[0].evidence.proof(5)
         d = proof["digest"]
         for c in proof["later_content_digests"]:
             d = chain_digest(d, c)
@@ -137,8 +137,8 @@ def test_page_id_held_by_another_url_is_not_overwritten(store):
 
 def test_same_fetch_again_keeps_its_snapshot_a_change_appends(store):
     mid = a_match(store)
-    first = store.add_evidence(mid, snapshot())
-    assert store.add_evidence(mid, snapshot()) == first
+    first = store.evidence.add(mid, snapshot())
+    assert store.evidence.add(mid, snapshot()) == first
     changed = {**snapshot(), "raw": RAW + b"<!-- edited -->"}
-    assert store.add_evidence(mid, changed) == first + 1
+    assert store.evidence.add(mid, changed) == first + 1
     assert store.matches.get(mid)["evidence_seq"] == first + 1

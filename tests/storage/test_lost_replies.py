@@ -153,11 +153,11 @@ def test_evidence_is_appended_once(lossy):
     store, proxy = lossy
     mid = store.matches.save({"suspect_url": "http://pirate.example/1.html", "source_id": "s1", "score": 0.5})
     _losing(proxy, "insert")
-    seq = store.add_evidence(mid, {"suspect_url": "http://pirate.example/1.html", "raw": b"<p>x</p>",
+    seq = store.evidence.add(mid, {"suspect_url": "http://pirate.example/1.html", "raw": b"<p>x</p>",
                                    "text": "滚滚长江东逝水", "status": 200})
     assert proxy.lost == ["insert"]
     assert seq == 0 and store.db.evidence.count_documents({}) == 1
-    assert store.verify_evidence().ok
+    assert store.evidence.verify().ok
 
 
 def test_a_review_is_in_the_history_once(lossy):

@@ -26,19 +26,19 @@ def client(server: LoopbackTSA, timeout: float = 30.0) -> TSAClient:
 def fill(store, n: int) -> str:
     mid = a_match(store)
     for i in range(n):
-        store.add_evidence(mid, snapshot(i))
+        store.evidence.add(mid, snapshot(i))
     return mid
 
 
 def test_head_stamp_verifies_with_plain_openssl(store, tsa, tmp_path):
     fill(store, 3)
-    stamp = store.stamp_head(client(tsa))
-    assert stamp["_id"] == 2 and store.stamp_head(client(tsa)) is None   # nothing new: no second token
+    stamp = store.evidence.stamp_head(client(tsa))
+    assert stamp["_id"] == 2 and store.evidence.stamp_head(client(tsa)) is None   # nothing new: no second token
     (tmp_path / "STAMPED").write_bytes(bytes(stamp["stamped"]))
     (tmp_path / "TOKEN.tsr").write_bytes(bytes(stamp["token"]))
     r = openssl_verify(tmp_path / "STAMPED", tmp_path / "TOKEN.tsr", tsa.ca)
     assert r.returncode == 0 and "Verification: OK" in r.stdout, r.stderr
-    res = store.verify_evidence(load_roots(tsa.ca))
+    res = store.evidence.verify(load_roots(tsa.ca))
     assert res.ok and res.stamps.all_stamped and res.stamps.signatures_checked and res.stamps.stamps == 1
 
 
@@ -46,22 +46,22 @@ def test_tsa_down_slow_garbage_or_other_data_loses_nothing(store, tsa):
     fill(store, 2)
     tsa.stop()
     with pytest.raises(TSAUnavailable):
-        store.stamp_head(client(tsa))
+        store.evidence.stamp_head(client(tsa))
     fill(store, 1)                                  # the chain goes on without the TSA
-    status = store.stamp_status()
+    status = store.evidence.stamp_status()
     assert status.stamped_to is None and status.records == 3 and "did not answer" in status.last_error
-    assert status.unstamped_since == store.get_evidence(0)["recorded"]
+    assert status.unstamped_since == store.evidence.get(0)["recorded"]
     tsa.start()
     for mode, kind, said in (("slow", TSAUnavailable, "did not answer"), ("garbage", TokenRefused, "not a timestamp"),
                              ("other", TokenRefused, "imprint")):
         tsa.mode = mode
         with pytest.raises(kind, match=said):
-            store.stamp_head(client(tsa, timeout=2.0 if mode == "slow" else 30.0))
+            store.evidence.stamp_head(client(tsa, timeout=2.0 if mode == "slow" else 30.0))
         tsa.release.set()
-    assert store.evidence_stamps.count_documents({}) == 0
+    assert store.evidence.stamps.count_documents({}) == 0
     tsa.mode = "ok"
-    assert store.stamp_head(client(tsa))["_id"] == 2          # caught up: one token covers all three
-    status = store.stamp_status()
+    assert store.evidence.stamp_head(client(tsa))["_id"] == 2          # caught up: one token covers all three
+    status = store.evidence.stamp_status()
     assert status.stamped_to == 2 and status.unstamped_since is None and status.last_error is None
 
 
@@ -77,7 +77,7 @@ def test_token_from_an_unknown_ca_is_refused(store, tsa, tmp_path):
     fill(store, 1)
     make_pki(tmp_path / "other", cn="Other TSA")
     with pytest.raises(TokenRefused, match="signature or certificate chain"):
-        store.stamp_head(TSAClient(tsa.url, load_roots(tmp_path / "other" / "ca.pem"), 30.0))
+        store.evidence.stamp_head(TSAClient(tsa.url, load_roots(tmp_path / "other" / "ca.pem"), 30.0))
 
 
 # a token's DER header, its certificate bag (outside the TSA's signature) and its signature; the time shown
@@ -85,20 +85,20 @@ def test_token_from_an_unknown_ca_is_refused(store, tsa, tmp_path):
                                                ("token", 0.98), ("gen_time", 0)])
 def test_one_changed_byte_fails_verify_naming_it(store, tsa, target, where):
     fill(store, 2)
-    store.stamp_head(client(tsa))
+    store.evidence.stamp_head(client(tsa))
     roots = load_roots(tsa.ca)
-    assert store.verify_evidence(roots).ok
+    assert store.evidence.verify(roots).ok
     if target == "record":
-        rec = store.get_evidence(1)
+        rec = store.evidence.get(1)
         store.db.evidence.update_one({"_id": 1}, {"$set": {"text": rec["text"][:-1] + "X"}})
     elif target == "gen_time":
-        stamp = store.evidence_stamps.find_one({"_id": 1})
-        store.evidence_stamps.update_one({"_id": 1}, {"$set": {"gen_time": stamp["gen_time"] - timedelta(days=1)}})
+        stamp = store.evidence.stamps.find_one({"_id": 1})
+        store.evidence.stamps.update_one({"_id": 1}, {"$set": {"gen_time": stamp["gen_time"] - timedelta(days=1)}})
     else:
-        data = bytearray(store.evidence_stamps.find_one({"_id": 1})[target])
+        data = bytearray(store.evidence.stamps.find_one({"_id": 1})[target])
         data[int(len(data) * where)] ^= 0x01
-        store.evidence_stamps.update_one({"_id": 1}, {"$set": {target: Binary(bytes(data))}})
-    res = store.verify_evidence(roots)
+        store.evidence.stamps.update_one({"_id": 1}, {"$set": {target: Binary(bytes(data))}})
+    res = store.evidence.verify(roots)
     assert not res.ok
     said = res.problem if target == "record" else res.stamps.problem
     assert {"record": "text", "stamped": "stamped bytes", "token": "timestamp token",
@@ -121,14 +121,14 @@ def admin_cli(store_config, tmp_path, ca, *args: str, url: str = "") -> subproce
 
 def test_cli_verify_reports_stamps_and_names_a_changed_token(store, store_config, tsa, tmp_path):
     fill(store, 2)
-    store.stamp_head(client(tsa))
+    store.evidence.stamp_head(client(tsa))
     r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "verify")
     assert r.returncode == 0 and "every evidence record timestamped" in r.stdout and "signatures checked" in r.stdout
     fill(store, 1)
     assert "evidence records 2..2 not timestamped since" in store.status()["evidence"]
-    token = bytearray(store.evidence_stamps.find_one({"_id": 1})["token"])
+    token = bytearray(store.evidence.stamps.find_one({"_id": 1})["token"])
     token[-40] ^= 0x01
-    store.evidence_stamps.update_one({"_id": 1}, {"$set": {"token": Binary(bytes(token))}})
+    store.evidence.stamps.update_one({"_id": 1}, {"$set": {"token": Binary(bytes(token))}})
     r = admin_cli(store_config, tmp_path, tsa.ca, "evidence", "verify")
     assert r.returncode == 1 and "timestamp of record 1" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

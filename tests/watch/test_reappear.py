@@ -33,8 +33,8 @@ def test_taken_down_page_back_is_flagged_snapshotted_and_linked(store, watcher, 
     flag = after["reappeared"]
     assert flag["kind"] == "same_url" and flag["notice_ids"] == [notice["_id"]]
     assert after["evidence_seq"] > before["evidence_seq"]   # captured again, though the bytes are the same
-    rec = store.get_evidence(after["evidence_seq"])
-    assert rec["reappeared"]["notice_ids"] == [notice["_id"]] and store.verify_evidence().ok
+    rec = store.evidence.get(after["evidence_seq"])
+    assert rec["reappeared"]["notice_ids"] == [notice["_id"]] and store.evidence.verify().ok
     takedown = {t["_id"]: t for t in store.notices.takedowns(site)}[url]
     assert takedown["state"] == "up" and takedown["reappeared_at"] is not None
     others = [m for m in store.db.matches.find({"site": site}) if m["suspect_url"] != url]
