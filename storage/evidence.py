@@ -1,4 +1,5 @@
-"""EvidenceLog (`store.evidence`): what a match rests on, frozen at match time, in a tamper-evident log (collection `evidence`).
+"""EvidenceLog (`store.evidence`): what a match rests on, frozen at match time, in a tamper-evident log
+(collection `evidence`).
 
 Each record keeps the raw response bytes (zlib), the response headers, the fetch time, the final URL,
 the whole HTTP exchange (redirects, every header as sent, server IP:port, certificate; `exchange`), the

@@ -53,7 +53,8 @@ class Matches:
         upd = {"$set": {"status": REVIEW_ACTIONS[action], "reviewer": reviewer, "note": note, "reviewed": at},
                "$push": {"history": entry}}
         # the entry's id makes a retry after a lost reply a no-op instead of a second history entry
-        res = self.conn._retry("mongo", self.conn.db.matches.find_one_and_update, {"_id": oid, "history.id": {"$ne": entry["id"]}},
+        res = self.conn._retry("mongo", self.conn.db.matches.find_one_and_update,
+                               {"_id": oid, "history.id": {"$ne": entry["id"]}},
                           upd, return_document=pymongo.ReturnDocument.AFTER)
         if res is None:
             res = self.conn._retry("mongo", self.conn.db.matches.find_one, {"_id": oid, "history.id": entry["id"]})
@@ -79,7 +80,8 @@ class Matches:
         """{suspect URL: id of a match on it} for the URLs that have one (the duplicates view links them)."""
         if not urls:
             return {}
-        cur = self.conn.db.matches.find({"suspect_url": {"$in": list(urls)[:1000]}}, {"suspect_url": 1}).sort("created", -1)
+        cur = self.conn.db.matches.find({"suspect_url": {"$in": list(urls)[:1000]}},
+                                        {"suspect_url": 1}).sort("created", -1)
         found: dict[str, str] = {}
         for d in self.conn._retry("mongo", list, cur):
             found.setdefault(d["suspect_url"], str(d["_id"]))
@@ -87,7 +89,8 @@ class Matches:
 
     def record_live_check(self, match_id: str, check: dict) -> None:
         """Keep the latest re-fetch of a match's page (state, time, HTTP status, why) on the match."""
-        self.conn._retry("mongo", self.conn.db.matches.update_one, {"_id": to_oid(match_id)}, {"$set": {"live_check": check}})
+        self.conn._retry("mongo", self.conn.db.matches.update_one, {"_id": to_oid(match_id)},
+                         {"$set": {"live_check": check}})
 
     def batches(self, mq: MatchQuery, limit: int = EXPORT_MAX, batch: int = 500) -> Iterator[list[dict]]:
         """Every match of a filter in order, a batch at a time by cursor (exports, CLI listing)."""
@@ -138,7 +141,8 @@ class Matches:
         kept = self.conn.pages.estimated_document_count()
         dropped = self.conn.duplicates.estimated_document_count()
         counts = {"pages_crawled": kept + dropped, "pages_kept": kept, "pages_duplicates": dropped}
-        by_status = {r["_id"]: r["n"] for r in self.conn.db.matches.aggregate([{"$group": {"_id": "$status", "n": {"$sum": 1}}}])}
+        groups = self.conn.db.matches.aggregate([{"$group": {"_id": "$status", "n": {"$sum": 1}}}])
+        by_status = {r["_id"]: r["n"] for r in groups}
         for s in MATCH_STATUSES:
             counts[f"matches_{s}"] = by_status.get(s, 0)
         counts["matches_total"] = sum(by_status.values())

@@ -1,4 +1,5 @@
-"""StampedLog (`store.evidence`, an EvidenceLog): RFC 3161 timestamps of the evidence chain's head (collection `evidence_stamps`).
+"""StampedLog (`store.evidence`, an EvidenceLog): RFC 3161 timestamps of the evidence chain's head
+(collection `evidence_stamps`).
 
 A stamp is kept once and never changed: `_id` is the seq of the head it stamps, `stamped` the exact
 bytes the TSA signed (storage.timestamping.stamped_bytes), `token` the TimeStampResp DER. A token over
