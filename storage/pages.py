@@ -363,6 +363,7 @@ class PageStore(DuplicateStore):
         for marker in markers:
             self._move_displaced(by_id[marker["_id"]], marker)
         moved = {m["_id"] for m in markers}
+        self.settle_copies(sorted(moved))
         kept = {d["url"]: d for i, d in by_id.items() if i not in moved and d.get("url") and d.get("content_hash")}
         if kept:   # recorded as a copy by another crawler meanwhile: one story kept twice, joined
             for copy in self._retry("mongo", list, self.duplicates.find({"url": {"$in": list(kept)}},
@@ -373,7 +374,8 @@ class PageStore(DuplicateStore):
 
     def _move_displaced(self, old: dict, marker: dict) -> None:
         """Record a displaced page as a copy of the page that displaced it, take it out of pages and give its
-        index entries to that page (idempotent: the displacer and the saver may both get here)."""
+        index entries to that page (idempotent: the displacer and the saver may both get here). The caller
+        re-points the page's copies next (`settle_copies`), once for every page it moved."""
         target, url = self.resolve_original(marker["by"])
         if target == str(old["_id"]):   # the displacements lead back here: each page was taken for a copy of the other
             target, url = self._break_cycle(str(old["_id"]), marker["by"])
@@ -395,7 +397,6 @@ class PageStore(DuplicateStore):
             self._retry("mongo", self.duplicates.update_one, {"url": old["url"], "replaced_by_earlier": True},
                         {"$set": {"index_alias": True}})
         self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
-        self.settle_copies([str(old["_id"])])
 
     def _keep_text(self, old: dict) -> None:
         """A displaced page's text stays readable (as a claimed text, for DISPLACED_TEXT_TTL) once its page is gone:

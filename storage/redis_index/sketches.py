@@ -200,13 +200,25 @@ class RedisSketchIndex:
         found = [[(sub, _record_claims(blob, sub)) for sub in subs] for (_, subs), blob in zip(buckets, pipe.execute())]
         names = self._names(c for per in found for _, cs in per for c in cs)
         own = {c for c, name in names.items() if name == pid}
-        for (key, _), per in zip(buckets, found):
-            recs = [sub + _claim_bytes(c) for sub, cs in per for c in cs if c in own]
-            if recs:
-                self._unbucket(keys=[key], args=recs)
+        self._unbucket_all([(key, [sub + _claim_bytes(c) for sub, cs in per for c in cs if c in own])
+                            for (key, _), per in zip(buckets, found)])
         for c in own:
             key, field = self._name_key(c)
             self._hdel_if(keys=[key], args=[str(field), pid])
+
+    def _unbucket_all(self, records: list[tuple[str, list[bytes]]]) -> None:
+        """Take records out of their buckets: one pipelined round trip (a cluster's buckets go one by one: a
+        script touches one slot, and redis-py's cluster pipeline does not load scripts)."""
+        records = [(key, recs) for key, recs in records if recs]
+        if self.cluster:
+            for key, recs in records:
+                self._unbucket(keys=[key], args=recs)
+            return
+        pipe = self.r.pipeline(transaction=False)
+        for key, recs in records:
+            self._unbucket(keys=[key], args=recs, client=pipe)
+        if records:
+            pipe.execute()
 
     def add_many(self, pages: Iterable[tuple[str, Sequence[int]]], batch: int = 100_000) -> int:
         """Known kept pages' sketches in claim order, unchecked (rebuild; pipelined, exact-size buckets); returns how many."""
