@@ -174,23 +174,27 @@ class PageSpider(scrapy.Spider):
         return item
 
     @staticmethod
-    def links(response: TextResponse, hosts: set[str] | None = None) -> list[tuple[str, str]]:
+    def links(response: TextResponse, hosts: set[str] | None = None, text: bool = True) -> list[tuple[str, str]]:
         """(url, link text) of the page's <a href> links in document order, tracking stripped,
-        limited to `hosts` when given, files and non-http links dropped, first occurrence kept."""
+        limited to `hosts` when given, files and non-http links dropped, first occurrence kept; the text
+        is "" when not asked for (the news spider follows by URL: the text cost a query per link)."""
         seen: set[str] = set()
+        hrefs: set[str] = set()   # a page links many places more than once: each href is parsed once
         out = []
-        for a in response.xpath("//a[@href]"):
-            href = a.attrib.get("href", "").strip()
-            if not href or href.startswith(("javascript:", "mailto:", "tel:", "#")):
+        for a in response.selector.root.xpath("//a[@href]"):
+            href = (a.get("href") or "").strip()
+            if not href or href in hrefs or href.startswith(("javascript:", "mailto:", "tel:", "#")):
                 continue
-            url = strip_tracking(response.urljoin(href))
+            hrefs.add(href)
+            joined = response.urljoin(href)
+            if hosts is not None and host_key(joined) not in hosts:   # the host stays what strip_tracking keeps
+                continue
+            url = strip_tracking(joined)
             if not url.startswith(("http://", "https://")) or pagekind.skippable_link(url):
-                continue
-            if hosts is not None and host_key(url) not in hosts:
                 continue
             if url not in seen:
                 seen.add(url)
-                out.append((url, " ".join(a.xpath(".//text()").getall()).strip()))
+                out.append((url, " ".join(a.xpath(".//text()")).strip() if text else ""))
         return out
 
 

@@ -125,7 +125,7 @@ class NewsSpider(PageSpider):
 
     def follow(self, response: TextResponse, target: SiteProfile) -> Any:
         """Requests for wanted same-site links and for advertised RSS/Atom feeds."""
-        for url, _text in self.links(response, target.hosts):
+        for url, _text in self.links(response, target.hosts, text=False):
             if self.wanted(url, target):
                 article = target.is_article(url) if not target.auto else pagekind.url_looks_article(url)
                 yield self.page_request(url, target, priority=1 if article else 0)

@@ -150,3 +150,16 @@ def test_gzipped_sitemap_and_sitemap_index():
     r = Response("https://news.example.cn/bad.xml", body=b"\x1f\x8bnot gzip", request=Request("https://news.example.cn/bad.xml"))
     assert list(spider.parse_sitemap(r, site="news.example.cn")) == []
     assert spider.crawler.stats.get_value("zhdedup/failed/bad_sitemap") == 1
+
+
+def test_links_keep_document_order_first_occurrence_hosts_and_texts():
+    page = ('<html><head><base href="https://x.cn/news/"></head><body>'
+            '<a href="2.html?utm_source=wx">第<b>二</b>篇</a><a href="https://www.x.cn/news/1.html#c">一</a>'
+            '<a href="2.html">again</a><a href="2.html?utm_source=wx">dup href</a><a href="https://y.cn/3.html">y</a>'
+            '<a href="/img/a.jpg">img</a><a href="javascript:void(0)">js</a><a href="mailto:a@x.cn">m</a>'
+            '<a href="ftp://x.cn/f">ftp</a><a href="">empty</a></body></html>')
+    r = response("https://x.cn/news/index.html", page)
+    assert NewsSpider.links(r) == [("https://x.cn/news/2.html", "第 二 篇"), ("https://www.x.cn/news/1.html", "一"),
+                                   ("https://y.cn/3.html", "y")]
+    assert NewsSpider.links(r, {"x.cn"}) == [("https://x.cn/news/2.html", "第 二 篇"), ("https://www.x.cn/news/1.html", "一")]
+    assert NewsSpider.links(r, {"x.cn"}, text=False) == [("https://x.cn/news/2.html", ""), ("https://www.x.cn/news/1.html", "")]
