@@ -916,7 +916,175 @@ static PyObject *align_runs(PyObject *self, PyObject *args)
     return result;
 }
 
+/* ---- Text kernels (normalize.py, dna.py): one pass over a str instead of numpy arrays and scans ---- */
+
+#define FOLD_DELETE 0xFFFFFFFFu /* normalize.py _DELETE */
+#define FOLD_EXPAND 0xFFFFFFFEu /* normalize.py _EXPAND */
+
+/* A str from n UCS4 code points (PyUnicode_FromKindAndData picks the narrowest kind). */
+static PyObject *str_of(const Py_UCS4 *cps, Py_ssize_t n)
+{
+    return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, cps, n);
+}
+
+PyDoc_STRVAR(fold_text_doc,
+"fold_text(text, lut) -> str | None\n\n"
+"normalize.py _fold_chars' table path: each code point through lut (0x110000 uint32), _DELETE dropped;\n"
+"None when a code point maps to _EXPAND (the caller then runs whole-string NFKC).");
+
+static PyObject *fold_text(PyObject *self, PyObject *args)
+{
+    PyObject *text, *lut_obj;
+    if (!PyArg_ParseTuple(args, "UO", &text, &lut_obj))
+        return NULL;
+    Py_buffer view;
+    if (get_buffer(lut_obj, &view, 4, 0x110000, "lut") < 0)
+        return NULL;
+    const uint32_t *lut = view.buf;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text), n = 0;
+    Py_UCS4 *out = malloc(sizeof(Py_UCS4) * (size_t)len + 1);
+    PyObject *result = NULL;
+    if (!out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        uint32_t v = lut[PyUnicode_READ(kind, data, i)];
+        if (v == FOLD_EXPAND) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (v != FOLD_DELETE)
+            out[n++] = v;
+    }
+    result = str_of(out, n);
+done:
+    free(out);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(has_pair_doc,
+"has_pair(text, pairs) -> bool\n\n"
+"Whether any two-character string of pairs (its characters taken two by two) is in text: `p in text`\n"
+"for each p, in one pass.");
+
+static PyObject *has_pair(PyObject *self, PyObject *args)
+{
+    PyObject *text, *pairs;
+    if (!PyArg_ParseTuple(args, "UU", &text, &pairs))
+        return NULL;
+    Py_ssize_t np_ = PyUnicode_GET_LENGTH(pairs) / 2, len = PyUnicode_GET_LENGTH(text);
+    if (np_ > 8 || PyUnicode_GET_LENGTH(pairs) % 2) {
+        PyErr_SetString(PyExc_ValueError, "pairs: an even number of characters, at most 16");
+        return NULL;
+    }
+    Py_UCS4 first[8], second[8];
+    for (Py_ssize_t k = 0; k < np_; k++) {
+        first[k] = PyUnicode_READ_CHAR(pairs, 2 * k);
+        second[k] = PyUnicode_READ_CHAR(pairs, 2 * k + 1);
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (len < 2)
+        Py_RETURN_FALSE;
+    Py_UCS4 prev = PyUnicode_READ(kind, data, 0);
+    for (Py_ssize_t i = 1; i < len; i++) {
+        Py_UCS4 cur = PyUnicode_READ(kind, data, i);
+        for (Py_ssize_t k = 0; k < np_; k++)
+            if (prev == first[k] && cur == second[k])
+                Py_RETURN_TRUE;
+        prev = cur;
+    }
+    Py_RETURN_FALSE;
+}
+
+PyDoc_STRVAR(keep_chars_doc,
+"keep_chars(text, keep) -> str\n\n"
+"normalize.py compact: the code points c of text with c < len(keep) and keep[c] (a bool table).");
+
+static PyObject *keep_chars(PyObject *self, PyObject *args)
+{
+    PyObject *text, *keep_obj;
+    if (!PyArg_ParseTuple(args, "UO", &text, &keep_obj))
+        return NULL;
+    Py_buffer view;
+    if (get_buffer(keep_obj, &view, 1, 0, "keep") < 0)
+        return NULL;
+    const uint8_t *keep = view.buf;
+    Py_ssize_t limit = view.len, len = PyUnicode_GET_LENGTH(text), n = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 *out = malloc(sizeof(Py_UCS4) * (size_t)len + 1);
+    PyObject *result = NULL;
+    if (!out) {
+        PyErr_NoMemory();
+    } else {
+        for (Py_ssize_t i = 0; i < len; i++) {
+            Py_UCS4 cp = PyUnicode_READ(kind, data, i);
+            if (cp < (Py_UCS4)limit && keep[cp])
+                out[n++] = cp;
+        }
+        result = str_of(out, n);
+    }
+    free(out);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(letter_codes_doc,
+"letter_codes(text, codes_of) -> (bytearray, bytearray)\n\n"
+"dna.py letter_stream: the letter codes (uint8) of text's characters that have one (codes_of: code point\n"
+"-> code, larger code points read its last entry) and their offsets in text (int32, native order).");
+
+static PyObject *letter_codes(PyObject *self, PyObject *args)
+{
+    PyObject *text, *codes_obj;
+    if (!PyArg_ParseTuple(args, "UO", &text, &codes_obj))
+        return NULL;
+    Py_buffer view;
+    if (get_buffer(codes_obj, &view, 1, 1, "codes_of") < 0)
+        return NULL;
+    const uint8_t *codes_of = view.buf;
+    Py_UCS4 last = (Py_UCS4)(view.len - 1);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text), n = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    uint8_t *codes = malloc((size_t)len + 1);
+    int32_t *offsets = malloc(sizeof(int32_t) * (size_t)len + 1);
+    PyObject *result = NULL;
+    if (!codes || !offsets) {
+        PyErr_NoMemory();
+    } else if (len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "text longer than 2**31 characters");
+    } else {
+        for (Py_ssize_t i = 0; i < len; i++) {
+            Py_UCS4 cp = PyUnicode_READ(kind, data, i);
+            uint8_t code = codes_of[cp < last ? cp : last];
+            if (code) {
+                codes[n] = code;
+                offsets[n++] = (int32_t)i;
+            }
+        }
+        PyObject *c = PyByteArray_FromStringAndSize((const char *)codes, n);
+        PyObject *o = c ? PyByteArray_FromStringAndSize((const char *)offsets, n * (Py_ssize_t)sizeof(int32_t)) : NULL;
+        result = o ? PyTuple_Pack(2, c, o) : NULL;
+        Py_XDECREF(c);
+        Py_XDECREF(o);
+    }
+    free(codes);
+    free(offsets);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"fold_text", fold_text, METH_VARARGS, fold_text_doc},
+    {"has_pair", has_pair, METH_VARARGS, has_pair_doc},
+    {"keep_chars", keep_chars, METH_VARARGS, keep_chars_doc},
+    {"letter_codes", letter_codes, METH_VARARGS, letter_codes_doc},
     {"align_runs", align_runs, METH_VARARGS, align_runs_doc},
     {"canonical_simhash", canonical_simhash, METH_VARARGS, canonical_simhash_doc},
     {"canonical_tokens", canonical_tokens, METH_VARARGS, canonical_tokens_doc},
