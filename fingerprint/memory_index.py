@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 
 from fingerprint.hamming_index import HammingIndex
@@ -46,14 +47,13 @@ class MemoryDedupIndex:
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """Add the sketch with the next claim number; report pages sharing >= min_shared values."""
         seq = self.claims.setdefault(doc.page_id, next(self._seq))
-        shared: dict[str, int] = {}
+        shared: Counter[str] = Counter()   # counted in C; first-seen order, as the verdicts' ties need
         for v in dict.fromkeys(doc.sketch):
             ids = self.postings.setdefault(v, [])
-            for other in ids:
-                if other != doc.page_id:
-                    shared[other] = shared.get(other, 0) + 1
+            shared.update(ids)
             if doc.page_id not in ids:
                 ids.append(doc.page_id)
+        shared.pop(doc.page_id, None)
         return seq, [(o, n, self.claims[o]) for o, n in shared.items() if n >= min_shared]
 
     def text_of(self, page_id: str) -> str | None:
