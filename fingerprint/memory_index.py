@@ -38,6 +38,10 @@ class MemoryDedupIndex:
         self._insert(doc)
         return IndexHit("new")
 
+    def holds_content(self, content_hash: str) -> bool:
+        """Whether check_and_insert would answer "exact" or "unchanged" for a page with this content hash."""
+        return content_hash in self.exact
+
     def _insert(self, doc: DedupDoc) -> None:
         self.exact.setdefault(doc.content_hash, doc.page_id)
         if doc.page_id not in self.simhashes:
