@@ -927,6 +927,25 @@ static PyObject *str_of(const Py_UCS4 *cps, Py_ssize_t n)
     return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, cps, n);
 }
 
+/* The folded code points of data (one loop per kind), or -1 at the first one that maps to FOLD_EXPAND. */
+#define FOLD_LOOP(NAME, T)                                                                                \
+    static Py_ssize_t NAME(const void *data, Py_ssize_t len, const uint32_t *lut, Py_UCS4 *out)           \
+    {                                                                                                     \
+        const T *d = data;                                                                                \
+        Py_ssize_t n = 0;                                                                                 \
+        for (Py_ssize_t i = 0; i < len; i++) {                                                            \
+            uint32_t v = lut[d[i]];                                                                       \
+            if (v == FOLD_EXPAND)                                                                         \
+                return -1;                                                                                \
+            if (v != FOLD_DELETE)                                                                         \
+                out[n++] = v;                                                                             \
+        }                                                                                                 \
+        return n;                                                                                         \
+    }
+FOLD_LOOP(fold_loop_1, Py_UCS1)
+FOLD_LOOP(fold_loop_2, Py_UCS2)
+FOLD_LOOP(fold_loop_4, Py_UCS4)
+
 PyDoc_STRVAR(fold_text_doc,
 "fold_text(text, lut) -> str | None\n\n"
 "normalize.py _fold_chars' table path: each code point through lut (0x110000 uint32), _DELETE dropped;\n"
@@ -950,20 +969,35 @@ static PyObject *fold_text(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < len; i++) {
-        uint32_t v = lut[PyUnicode_READ(kind, data, i)];
-        if (v == FOLD_EXPAND) {
-            result = Py_NewRef(Py_None);
-            goto done;
-        }
-        if (v != FOLD_DELETE)
-            out[n++] = v;
-    }
-    result = str_of(out, n);
+    n = kind == PyUnicode_2BYTE_KIND ? fold_loop_2(data, len, lut, out)
+        : kind == PyUnicode_1BYTE_KIND ? fold_loop_1(data, len, lut, out) : fold_loop_4(data, len, lut, out);
+    result = n < 0 ? Py_NewRef(Py_None) : str_of(out, n);
 done:
     free(out);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* Whether some data[i-1], data[i] is (first[k], second[k]): one loop per kind, so the kind is not tested
+ * at every character. */
+#define HAS_PAIR_LOOP(T)                                                                                  \
+    do {                                                                                                  \
+        const T *d = data;                                                                                \
+        for (Py_ssize_t i = 1; i < len; i++)                                                              \
+            for (int k = 0; k < np_; k++)                                                                 \
+                if (d[i - 1] == first[k] && d[i] == second[k])                                            \
+                    return 1;                                                                             \
+    } while (0)
+
+static int pair_in(const void *data, int kind, Py_ssize_t len, const Py_UCS4 *first, const Py_UCS4 *second, int np_)
+{
+    if (kind == PyUnicode_2BYTE_KIND)
+        HAS_PAIR_LOOP(Py_UCS2);
+    else if (kind == PyUnicode_1BYTE_KIND)
+        HAS_PAIR_LOOP(Py_UCS1);
+    else
+        HAS_PAIR_LOOP(Py_UCS4);
+    return 0;
 }
 
 PyDoc_STRVAR(has_pair_doc,
@@ -976,7 +1010,7 @@ static PyObject *has_pair(PyObject *self, PyObject *args)
     PyObject *text, *pairs;
     if (!PyArg_ParseTuple(args, "UU", &text, &pairs))
         return NULL;
-    Py_ssize_t np_ = PyUnicode_GET_LENGTH(pairs) / 2, len = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t np_ = PyUnicode_GET_LENGTH(pairs) / 2;
     if (np_ > 8 || PyUnicode_GET_LENGTH(pairs) % 2) {
         PyErr_SetString(PyExc_ValueError, "pairs: an even number of characters, at most 16");
         return NULL;
@@ -986,19 +1020,54 @@ static PyObject *has_pair(PyObject *self, PyObject *args)
         first[k] = PyUnicode_READ_CHAR(pairs, 2 * k);
         second[k] = PyUnicode_READ_CHAR(pairs, 2 * k + 1);
     }
+    if (pair_in(PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text), first, second, (int)np_))
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+PyDoc_STRVAR(collapse_runs_doc,
+"collapse_runs(text, chars) -> str\n\n"
+"Every run of two or more characters of chars replaced by its first: re.sub('([C])[C]+', r'\\1', text) for\n"
+"C = chars (at most 8), in one pass; text itself when it has no such run.");
+
+static PyObject *collapse_runs(PyObject *self, PyObject *args)
+{
+    PyObject *text, *chars;
+    if (!PyArg_ParseTuple(args, "UU", &text, &chars))
+        return NULL;
+    Py_ssize_t nc = PyUnicode_GET_LENGTH(chars), len = PyUnicode_GET_LENGTH(text), n = 0;
+    if (nc > 8) {
+        PyErr_SetString(PyExc_ValueError, "chars: at most 8");
+        return NULL;
+    }
+    Py_UCS4 set[8];
+    for (Py_ssize_t k = 0; k < nc; k++)
+        set[k] = PyUnicode_READ_CHAR(chars, k);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    if (len < 2)
-        Py_RETURN_FALSE;
-    Py_UCS4 prev = PyUnicode_READ(kind, data, 0);
-    for (Py_ssize_t i = 1; i < len; i++) {
-        Py_UCS4 cur = PyUnicode_READ(kind, data, i);
-        for (Py_ssize_t k = 0; k < np_; k++)
-            if (prev == first[k] && cur == second[k])
-                Py_RETURN_TRUE;
-        prev = cur;
+    Py_UCS4 *out = NULL;
+    int prev_in = 0;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int in = 0;
+        for (Py_ssize_t k = 0; k < nc; k++)
+            in |= c == set[k];
+        if (in && prev_in && out == NULL) { /* the first character to drop: copy what came before */
+            out = malloc(sizeof(Py_UCS4) * (size_t)len + 1);
+            if (!out)
+                return PyErr_NoMemory();
+            for (Py_ssize_t j = 0; j < i; j++)
+                out[n++] = PyUnicode_READ(kind, data, j);
+        }
+        if (out != NULL && !(in && prev_in))
+            out[n++] = c;
+        prev_in = in;
     }
-    Py_RETURN_FALSE;
+    if (out == NULL)
+        return Py_NewRef(text);
+    PyObject *result = str_of(out, n);
+    free(out);
+    return result;
 }
 
 PyDoc_STRVAR(keep_chars_doc,
@@ -1083,6 +1152,7 @@ static PyObject *letter_codes(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"fold_text", fold_text, METH_VARARGS, fold_text_doc},
     {"has_pair", has_pair, METH_VARARGS, has_pair_doc},
+    {"collapse_runs", collapse_runs, METH_VARARGS, collapse_runs_doc},
     {"keep_chars", keep_chars, METH_VARARGS, keep_chars_doc},
     {"letter_codes", letter_codes, METH_VARARGS, letter_codes_doc},
     {"align_runs", align_runs, METH_VARARGS, align_runs_doc},

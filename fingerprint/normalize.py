@@ -121,9 +121,7 @@ def normalize(text: str) -> str:
         text = _HAN_GAP.sub("", _SPACES.sub(" ", text) if "  " in text else text)
     if _has_blank_run(text):
         text = _BLANK_LINES.sub("\n", text)
-    if _has_repeated_punct(text):
-        text = _REPEATED_PUNCT.sub(r"\1", text)
-    return text.strip()
+    return _collapse_repeated_punct(text).strip()
 
 
 def _has_blank_run(text: str) -> bool:
@@ -132,6 +130,13 @@ def _has_blank_run(text: str) -> bool:
     if speedups.KERNEL is not None:  # one pass for the three (two-character `in` scans are slow: ~3 us each)
         return speedups.KERNEL.has_pair(text, " \n\n \n\n")
     return " \n" in text or "\n " in text or "\n\n" in text
+
+
+def _collapse_repeated_punct(text: str) -> str:
+    """_REPEATED_PUNCT's substitution: each run of 。 and ， becomes its first mark."""
+    if speedups.KERNEL is not None:  # one compiled pass, no regex (the test and the sub took ~15 us a page)
+        return speedups.KERNEL.collapse_runs(text, "。，")
+    return _REPEATED_PUNCT.sub(r"\1", text) if _has_repeated_punct(text) else text
 
 
 def _has_repeated_punct(text: str) -> bool:

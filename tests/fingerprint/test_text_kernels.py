@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from fingerprint import speedups
 from fingerprint.dna import letter_stream
-from fingerprint.normalize import _fold_chars, _has_blank_run, _has_repeated_punct, _lut, compact, normalize
+from fingerprint.normalize import (_collapse_repeated_punct, _fold_chars, _has_blank_run, _has_repeated_punct, _lut,
+                                  compact, normalize)
 
 KERNEL = speedups.KERNEL
 
@@ -31,7 +32,7 @@ def both(fn, *args):
 
 
 def _same_everywhere(text: str) -> None:
-    for fn in (normalize, _fold_chars, _has_blank_run, _has_repeated_punct):
+    for fn in (normalize, _fold_chars, _has_blank_run, _has_repeated_punct, _collapse_repeated_punct):
         compiled, reference = both(fn, text)
         assert compiled == reference, (fn.__name__, text[:60])
     norm = normalize(text)
@@ -63,6 +64,13 @@ def test_has_pair_finds_each_pair_anywhere():
     assert not KERNEL.has_pair("", "ab")
 
 
+def test_collapse_runs_keeps_the_first_mark_of_each_run():
+    assert KERNEL.collapse_runs("甲。。，乙，，丙。", "。，") == "甲。乙，丙。"
+    text = "no runs here。"
+    assert KERNEL.collapse_runs(text, "。，") is text
+    assert KERNEL.collapse_runs("𠀀。，𠀀，", "。，") == "𠀀。𠀀，"
+
+
 def test_text_kernels_reject_bad_tables():
     with pytest.raises(ValueError):
         KERNEL.fold_text("abc", np.zeros(100, dtype=np.uint32))   # too short for every code point
@@ -70,6 +78,8 @@ def test_text_kernels_reject_bad_tables():
         KERNEL.fold_text("abc", _lut().astype(np.uint64))
     with pytest.raises(ValueError):
         KERNEL.has_pair("abc", "abc")   # an odd number of characters
+    with pytest.raises(ValueError):
+        KERNEL.collapse_runs("abc", "123456789")
     with pytest.raises(ValueError):
         KERNEL.letter_codes("abc", np.zeros(0, dtype=np.uint8))
     with pytest.raises(TypeError):
