@@ -51,13 +51,12 @@ class MemoryDedupIndex:
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """Add the sketch with the next claim number; report pages sharing >= min_shared values."""
         seq = self.claims.setdefault(doc.page_id, next(self._seq))
-        shared: Counter[str] = Counter()   # counted in C; first-seen order, as the verdicts' ties need
-        for v in dict.fromkeys(doc.sketch):
-            ids = self.postings.setdefault(v, [])
-            shared.update(ids)
+        lists = [self.postings.setdefault(v, []) for v in dict.fromkeys(doc.sketch)]   # one list per value
+        shared = Counter(itertools.chain.from_iterable(lists))   # counted in C, in first-seen order
+        shared.pop(doc.page_id, None)
+        for ids in lists:
             if doc.page_id not in ids:
                 ids.append(doc.page_id)
-        shared.pop(doc.page_id, None)
         return seq, [(o, n, self.claims[o]) for o, n in shared.items() if n >= min_shared]
 
     def text_of(self, page_id: str) -> str | None:
