@@ -94,7 +94,7 @@ static int count_tokens(PyObject *tokens, Slot *table, size_t size)
 typedef struct {
     const uint64_t *keys;
     const double *values;
-    const int64_t *starts;
+    const uint32_t *starts; /* 4 MB, not 8: half the cache lines a look-up misses */
     int bucket_bits;
     double median;
 } IdfTable;
@@ -108,14 +108,14 @@ static void idf_of(const IdfTable *t, const uint64_t *hashes, double *out, Py_ss
     for (Py_ssize_t i = 0; i < n; i++)
         __builtin_prefetch(&t->starts[hashes[i] >> shift]);
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t at = t->starts[hashes[i] >> shift];
+        uint32_t at = t->starts[hashes[i] >> shift];
         __builtin_prefetch(&t->keys[at]);
         __builtin_prefetch(&t->values[at]);
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         uint64_t h = hashes[i], b = h >> shift;
         out[i] = t->median;
-        for (int64_t k = t->starts[b]; k < t->starts[b + 1]; k++)
+        for (uint32_t k = t->starts[b]; k < t->starts[b + 1]; k++)
             if (t->keys[k] == h) {
                 out[i] = t->values[k];
                 break;
@@ -161,13 +161,13 @@ static int idf_table(PyObject *const *objs, int bucket_bits, double median, Py_b
         return -1;
     }
     static const char *const names[3] = {"keys", "values", "starts"};
-    const Py_ssize_t buckets = (Py_ssize_t)1 << bucket_bits, itemsize[3] = {8, 8, 8}, min_items[3] = {0, 0, buckets + 1};
+    const Py_ssize_t buckets = (Py_ssize_t)1 << bucket_bits, itemsize[3] = {8, 8, 4}, min_items[3] = {0, 0, buckets + 1};
     if (get_buffers(objs, views, 3, itemsize, min_items, names) < 0)
         return -1;
     *t = (IdfTable){views[0].buf, views[1].buf, views[2].buf, bucket_bits, median};
     if (views[1].len < views[0].len) {
         PyErr_SetString(PyExc_ValueError, "values: fewer than keys");
-    } else if (t->starts[0] < 0 || t->starts[buckets] > views[0].len / 8) {
+    } else if ((Py_ssize_t)t->starts[buckets] > views[0].len / 8) {
         PyErr_SetString(PyExc_ValueError, "starts points past the end of keys");
     } else {
         return 0;
