@@ -1169,8 +1169,15 @@ static struct PyModuleDef module = {
     "Compiled SimHash, DNA and sketch kernels; fingerprint/ falls back to numpy without them.", -1, methods,
 };
 
+/* Bumped when a kernel's arguments or set of kernels change: fingerprint/speedups.py uses a build of
+ * another version as no build at all (numpy: same fingerprints), never with the wrong arguments. */
+#define KERNELS_VERSION 2
+
 PyMODINIT_FUNC PyInit__speedups(void)
 {
     init_byte_bits();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "KERNELS_VERSION", KERNELS_VERSION) < 0)
+        Py_CLEAR(m);
+    return m;
 }
