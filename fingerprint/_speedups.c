@@ -94,7 +94,7 @@ static int count_tokens(PyObject *tokens, Slot *table, size_t size)
 typedef struct {
     const uint64_t *keys;
     const double *values;
-    const int64_t *starts;
+    const uint32_t *starts; /* 4 MB, not 8: half the cache lines a look-up misses */
     int bucket_bits;
     double median;
 } IdfTable;
@@ -108,14 +108,14 @@ static void idf_of(const IdfTable *t, const uint64_t *hashes, double *out, Py_ss
     for (Py_ssize_t i = 0; i < n; i++)
         __builtin_prefetch(&t->starts[hashes[i] >> shift]);
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t at = t->starts[hashes[i] >> shift];
+        uint32_t at = t->starts[hashes[i] >> shift];
         __builtin_prefetch(&t->keys[at]);
         __builtin_prefetch(&t->values[at]);
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         uint64_t h = hashes[i], b = h >> shift;
         out[i] = t->median;
-        for (int64_t k = t->starts[b]; k < t->starts[b + 1]; k++)
+        for (uint32_t k = t->starts[b]; k < t->starts[b + 1]; k++)
             if (t->keys[k] == h) {
                 out[i] = t->values[k];
                 break;
@@ -161,13 +161,13 @@ static int idf_table(PyObject *const *objs, int bucket_bits, double median, Py_b
         return -1;
     }
     static const char *const names[3] = {"keys", "values", "starts"};
-    const Py_ssize_t buckets = (Py_ssize_t)1 << bucket_bits, itemsize[3] = {8, 8, 8}, min_items[3] = {0, 0, buckets + 1};
+    const Py_ssize_t buckets = (Py_ssize_t)1 << bucket_bits, itemsize[3] = {8, 8, 4}, min_items[3] = {0, 0, buckets + 1};
     if (get_buffers(objs, views, 3, itemsize, min_items, names) < 0)
         return -1;
     *t = (IdfTable){views[0].buf, views[1].buf, views[2].buf, bucket_bits, median};
     if (views[1].len < views[0].len) {
         PyErr_SetString(PyExc_ValueError, "values: fewer than keys");
-    } else if (t->starts[0] < 0 || t->starts[buckets] > views[0].len / 8) {
+    } else if ((Py_ssize_t)t->starts[buckets] > views[0].len / 8) {
         PyErr_SetString(PyExc_ValueError, "starts points past the end of keys");
     } else {
         return 0;
@@ -916,7 +916,245 @@ static PyObject *align_runs(PyObject *self, PyObject *args)
     return result;
 }
 
+/* ---- Text kernels (normalize.py, dna.py): one pass over a str instead of numpy arrays and scans ---- */
+
+#define FOLD_DELETE 0xFFFFFFFFu /* normalize.py _DELETE */
+#define FOLD_EXPAND 0xFFFFFFFEu /* normalize.py _EXPAND */
+
+/* A str from n UCS4 code points (PyUnicode_FromKindAndData picks the narrowest kind). */
+static PyObject *str_of(const Py_UCS4 *cps, Py_ssize_t n)
+{
+    return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, cps, n);
+}
+
+/* The folded code points of data (one loop per kind), or -1 at the first one that maps to FOLD_EXPAND. */
+#define FOLD_LOOP(NAME, T)                                                                                \
+    static Py_ssize_t NAME(const void *data, Py_ssize_t len, const uint32_t *lut, Py_UCS4 *out)           \
+    {                                                                                                     \
+        const T *d = data;                                                                                \
+        Py_ssize_t n = 0;                                                                                 \
+        for (Py_ssize_t i = 0; i < len; i++) {                                                            \
+            uint32_t v = lut[d[i]];                                                                       \
+            if (v == FOLD_EXPAND)                                                                         \
+                return -1;                                                                                \
+            if (v != FOLD_DELETE)                                                                         \
+                out[n++] = v;                                                                             \
+        }                                                                                                 \
+        return n;                                                                                         \
+    }
+FOLD_LOOP(fold_loop_1, Py_UCS1)
+FOLD_LOOP(fold_loop_2, Py_UCS2)
+FOLD_LOOP(fold_loop_4, Py_UCS4)
+
+PyDoc_STRVAR(fold_text_doc,
+"fold_text(text, lut) -> str | None\n\n"
+"normalize.py _fold_chars' table path: each code point through lut (0x110000 uint32), _DELETE dropped;\n"
+"None when a code point maps to _EXPAND (the caller then runs whole-string NFKC).");
+
+static PyObject *fold_text(PyObject *self, PyObject *args)
+{
+    PyObject *text, *lut_obj;
+    if (!PyArg_ParseTuple(args, "UO", &text, &lut_obj))
+        return NULL;
+    Py_buffer view;
+    if (get_buffer(lut_obj, &view, 4, 0x110000, "lut") < 0)
+        return NULL;
+    const uint32_t *lut = view.buf;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text), n = 0;
+    Py_UCS4 *out = malloc(sizeof(Py_UCS4) * (size_t)len + 1);
+    PyObject *result = NULL;
+    if (!out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    n = kind == PyUnicode_2BYTE_KIND ? fold_loop_2(data, len, lut, out)
+        : kind == PyUnicode_1BYTE_KIND ? fold_loop_1(data, len, lut, out) : fold_loop_4(data, len, lut, out);
+    result = n < 0 ? Py_NewRef(Py_None) : str_of(out, n);
+done:
+    free(out);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* Whether some data[i-1], data[i] is (first[k], second[k]): one loop per kind, so the kind is not tested
+ * at every character. */
+#define HAS_PAIR_LOOP(T)                                                                                  \
+    do {                                                                                                  \
+        const T *d = data;                                                                                \
+        for (Py_ssize_t i = 1; i < len; i++)                                                              \
+            for (int k = 0; k < np_; k++)                                                                 \
+                if (d[i - 1] == first[k] && d[i] == second[k])                                            \
+                    return 1;                                                                             \
+    } while (0)
+
+static int pair_in(const void *data, int kind, Py_ssize_t len, const Py_UCS4 *first, const Py_UCS4 *second, int np_)
+{
+    if (kind == PyUnicode_2BYTE_KIND)
+        HAS_PAIR_LOOP(Py_UCS2);
+    else if (kind == PyUnicode_1BYTE_KIND)
+        HAS_PAIR_LOOP(Py_UCS1);
+    else
+        HAS_PAIR_LOOP(Py_UCS4);
+    return 0;
+}
+
+PyDoc_STRVAR(has_pair_doc,
+"has_pair(text, pairs) -> bool\n\n"
+"Whether any two-character string of pairs (its characters taken two by two) is in text: `p in text`\n"
+"for each p, in one pass.");
+
+static PyObject *has_pair(PyObject *self, PyObject *args)
+{
+    PyObject *text, *pairs;
+    if (!PyArg_ParseTuple(args, "UU", &text, &pairs))
+        return NULL;
+    Py_ssize_t np_ = PyUnicode_GET_LENGTH(pairs) / 2;
+    if (np_ > 8 || PyUnicode_GET_LENGTH(pairs) % 2) {
+        PyErr_SetString(PyExc_ValueError, "pairs: an even number of characters, at most 16");
+        return NULL;
+    }
+    Py_UCS4 first[8], second[8];
+    for (Py_ssize_t k = 0; k < np_; k++) {
+        first[k] = PyUnicode_READ_CHAR(pairs, 2 * k);
+        second[k] = PyUnicode_READ_CHAR(pairs, 2 * k + 1);
+    }
+    if (pair_in(PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text), first, second, (int)np_))
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+PyDoc_STRVAR(collapse_runs_doc,
+"collapse_runs(text, chars) -> str\n\n"
+"Every run of two or more characters of chars replaced by its first: re.sub('([C])[C]+', r'\\1', text) for\n"
+"C = chars (at most 8), in one pass; text itself when it has no such run.");
+
+static PyObject *collapse_runs(PyObject *self, PyObject *args)
+{
+    PyObject *text, *chars;
+    if (!PyArg_ParseTuple(args, "UU", &text, &chars))
+        return NULL;
+    Py_ssize_t nc = PyUnicode_GET_LENGTH(chars), len = PyUnicode_GET_LENGTH(text), n = 0;
+    if (nc > 8) {
+        PyErr_SetString(PyExc_ValueError, "chars: at most 8");
+        return NULL;
+    }
+    Py_UCS4 set[8];
+    for (Py_ssize_t k = 0; k < nc; k++)
+        set[k] = PyUnicode_READ_CHAR(chars, k);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 *out = NULL;
+    int prev_in = 0;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int in = 0;
+        for (Py_ssize_t k = 0; k < nc; k++)
+            in |= c == set[k];
+        if (in && prev_in && out == NULL) { /* the first character to drop: copy what came before */
+            out = malloc(sizeof(Py_UCS4) * (size_t)len + 1);
+            if (!out)
+                return PyErr_NoMemory();
+            for (Py_ssize_t j = 0; j < i; j++)
+                out[n++] = PyUnicode_READ(kind, data, j);
+        }
+        if (out != NULL && !(in && prev_in))
+            out[n++] = c;
+        prev_in = in;
+    }
+    if (out == NULL)
+        return Py_NewRef(text);
+    PyObject *result = str_of(out, n);
+    free(out);
+    return result;
+}
+
+PyDoc_STRVAR(keep_chars_doc,
+"keep_chars(text, keep) -> str\n\n"
+"normalize.py compact: the code points c of text with c < len(keep) and keep[c] (a bool table).");
+
+static PyObject *keep_chars(PyObject *self, PyObject *args)
+{
+    PyObject *text, *keep_obj;
+    if (!PyArg_ParseTuple(args, "UO", &text, &keep_obj))
+        return NULL;
+    Py_buffer view;
+    if (get_buffer(keep_obj, &view, 1, 0, "keep") < 0)
+        return NULL;
+    const uint8_t *keep = view.buf;
+    Py_ssize_t limit = view.len, len = PyUnicode_GET_LENGTH(text), n = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 *out = malloc(sizeof(Py_UCS4) * (size_t)len + 1);
+    PyObject *result = NULL;
+    if (!out) {
+        PyErr_NoMemory();
+    } else {
+        for (Py_ssize_t i = 0; i < len; i++) {
+            Py_UCS4 cp = PyUnicode_READ(kind, data, i);
+            if (cp < (Py_UCS4)limit && keep[cp])
+                out[n++] = cp;
+        }
+        result = str_of(out, n);
+    }
+    free(out);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(letter_codes_doc,
+"letter_codes(text, codes_of) -> (bytearray, bytearray)\n\n"
+"dna.py letter_stream: the letter codes (uint8) of text's characters that have one (codes_of: code point\n"
+"-> code, larger code points read its last entry) and their offsets in text (int32, native order).");
+
+static PyObject *letter_codes(PyObject *self, PyObject *args)
+{
+    PyObject *text, *codes_obj;
+    if (!PyArg_ParseTuple(args, "UO", &text, &codes_obj))
+        return NULL;
+    Py_buffer view;
+    if (get_buffer(codes_obj, &view, 1, 1, "codes_of") < 0)
+        return NULL;
+    const uint8_t *codes_of = view.buf;
+    Py_UCS4 last = (Py_UCS4)(view.len - 1);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text), n = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    uint8_t *codes = malloc((size_t)len + 1);
+    int32_t *offsets = malloc(sizeof(int32_t) * (size_t)len + 1);
+    PyObject *result = NULL;
+    if (!codes || !offsets) {
+        PyErr_NoMemory();
+    } else if (len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "text longer than 2**31 characters");
+    } else {
+        for (Py_ssize_t i = 0; i < len; i++) {
+            Py_UCS4 cp = PyUnicode_READ(kind, data, i);
+            uint8_t code = codes_of[cp < last ? cp : last];
+            if (code) {
+                codes[n] = code;
+                offsets[n++] = (int32_t)i;
+            }
+        }
+        PyObject *c = PyByteArray_FromStringAndSize((const char *)codes, n);
+        PyObject *o = c ? PyByteArray_FromStringAndSize((const char *)offsets, n * (Py_ssize_t)sizeof(int32_t)) : NULL;
+        result = o ? PyTuple_Pack(2, c, o) : NULL;
+        Py_XDECREF(c);
+        Py_XDECREF(o);
+    }
+    free(codes);
+    free(offsets);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"fold_text", fold_text, METH_VARARGS, fold_text_doc},
+    {"has_pair", has_pair, METH_VARARGS, has_pair_doc},
+    {"collapse_runs", collapse_runs, METH_VARARGS, collapse_runs_doc},
+    {"keep_chars", keep_chars, METH_VARARGS, keep_chars_doc},
+    {"letter_codes", letter_codes, METH_VARARGS, letter_codes_doc},
     {"align_runs", align_runs, METH_VARARGS, align_runs_doc},
     {"canonical_simhash", canonical_simhash, METH_VARARGS, canonical_simhash_doc},
     {"canonical_tokens", canonical_tokens, METH_VARARGS, canonical_tokens_doc},
@@ -931,8 +1169,15 @@ static struct PyModuleDef module = {
     "Compiled SimHash, DNA and sketch kernels; fingerprint/ falls back to numpy without them.", -1, methods,
 };
 
+/* Bumped when a kernel's arguments or set of kernels change: fingerprint/speedups.py uses a build of
+ * another version as no build at all (numpy: same fingerprints), never with the wrong arguments. */
+#define KERNELS_VERSION 2
+
 PyMODINIT_FUNC PyInit__speedups(void)
 {
     init_byte_bits();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "KERNELS_VERSION", KERNELS_VERSION) < 0)
+        Py_CLEAR(m);
+    return m;
 }

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -15,10 +15,11 @@ from fingerprint.cliparser import OneLineParser
 from fingerprint.cluster import SinglePass
 from fingerprint.compare import containment, minhash, shingle_jaccard, top_sentences_signature, winnowing_fingerprints
 from fingerprint.dna import DEFAULT_PARAMS, SEED_PARAMS, dna, dna_containment
-from fingerprint.document import fingerprint_text, keep_recent
+from fingerprint.document import fingerprint_normalized, fingerprint_text, keep_recent
 from fingerprint.exact import content_hash
 from fingerprint.matcher import CopyMatcher, compare_texts
 from fingerprint.neardup import MAX_K, DedupDoc, DedupEngine, NearDupParams, check_k, is_near_duplicate, sketch
+from fingerprint.normalize import normalize
 from fingerprint.simhash import hamming, simhash
 from fingerprint.tokens import Tokenizer, default_tokenizer
 from fingerprint.synonyms import enabled as synonyms_enabled
@@ -137,10 +138,18 @@ def _tokenizer(userdict: str | None) -> Tokenizer:
     return Tokenizer(words) if words else default_tokenizer()
 
 
-def _fields(text: str, weighting: str, tokenizer: Tokenizer, sketch_size: int) -> tuple[str, int, tuple[int, ...]]:
-    """(content hash, SimHash, passage sketch) of one document: the parallel part of dedup."""
-    fp = fingerprint_text(text, weighting, tokenizer, dna_params=None, sketch_size=sketch_size)  # no DNA windows
-    return fp.content_hash, int(fp.simhash), fp.sketch
+def _fields(text: str, weighting: str, tokenizer: Tokenizer, sketch_size: int,
+            known: Callable[[str], bool] | None = None) -> tuple[str, int, tuple[int, ...]]:
+    """(content hash, SimHash, passage sketch) of one document: the parallel part of dedup. When known says
+    a kept page has the same content, the SimHash and sketch are not computed (0 and ()): the decision of
+    an exact copy reads neither (the exact hash answers first, and the batch has no publish dates)."""
+    norm = normalize(text)
+    content = content_hash(norm, normalized=True)
+    if known is not None and known(content):
+        return content, 0, ()
+    fp = fingerprint_normalized(text, norm, content, weighting, tokenizer, dna_params=None,  # no DNA windows
+                                sketch_size=sketch_size)
+    return content, int(fp.simhash), fp.sketch
 
 
 _WORKER: dict = {}
@@ -155,12 +164,15 @@ def _worker_fields(text: str) -> tuple[str, int, tuple[int, ...]]:
     return _fields(text, _WORKER["weighting"], _WORKER["tokenizer"], _WORKER["sketch_size"])
 
 
-def _fingerprinted(docs: Iterator[tuple[int, str, str]], args: argparse.Namespace, sketch_size: int):
-    """(id, text, fields) in input order; fields computed in args.workers processes when > 1."""
+def _fingerprinted(docs: Iterator[tuple[int, str, str]], args: argparse.Namespace, sketch_size: int,
+                   known: Callable[[str], bool] | None = None):
+    """(id, text, fields) in input order; fields computed in args.workers processes when > 1. With one
+    process each document is decided before the next is read, so known (content hash -> a kept page has it)
+    is up to date and exact copies skip the tokenizer."""
     if args.workers <= 1:
         tokenizer = _tokenizer(args.userdict)
         for _, doc_id, text in docs:
-            yield doc_id, text, _fields(text, args.weighting, tokenizer, sketch_size)
+            yield doc_id, text, _fields(text, args.weighting, tokenizer, sketch_size, known)
         return
     import multiprocessing as mp
     from collections import deque
@@ -210,7 +222,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     started, docs, dups = time.perf_counter(), 0, 0
     bar = _progress(args.progress or sys.stderr.isatty())
     try:
-        for doc_id, text, fields in _fingerprinted(iter_jsonl(args.input, problems), args, sketch_size):
+        known = engine.index.holds_content if args.method == "full" else state["exact"].__contains__
+        for doc_id, text, fields in _fingerprinted(iter_jsonl(args.input, problems), args, sketch_size, known):
             row = _dedup_row(doc_id, text, fields, args, state)
             docs += 1
             dups += row["duplicate_of"] is not None

@@ -96,6 +96,9 @@ def _stream(text: str, cuts: bool) -> tuple[np.ndarray, np.ndarray, list[int]]:
 
 def letter_stream(text: str) -> tuple[np.ndarray, np.ndarray]:
     """(letter codes 1..26, their character offsets in text) for the Han characters of text."""
+    if speedups.KERNEL is not None:  # one compiled pass instead of four numpy ones (~30 -> ~8 us a page)
+        codes, offsets = speedups.KERNEL.letter_codes(text, initial_codes())
+        return np.frombuffer(codes, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int32).astype(np.intp)
     codes, offsets, _ = _stream(text, cuts=False)
     return codes, offsets
 

@@ -34,6 +34,15 @@ def fingerprint_text(text: str, weighting: str = "tfidf", tokenizer: Tokenizer |
     """Normalise once, then SimHash, exact hash, DNA (none when dna_params is None) and the passage sketch
     (`sketch_size` values; with synonyms on, from the same cut as the SimHash: one tokenizer pass a page)."""
     norm = normalize(text)
+    return fingerprint_normalized(text, norm, content_hash(norm, normalized=True), weighting, tokenizer,
+                                  dna_params, sketch_size)
+
+
+def fingerprint_normalized(text: str, norm: str, content: str, weighting: str = "tfidf",
+                           tokenizer: Tokenizer | None = None, dna_params: DnaParams | None = DEFAULT_PARAMS,
+                           sketch_size: int = 0) -> Fingerprints:
+    """fingerprint_text of text whose normalised form and content hash the caller already has (the batch
+    dedup computes them first: an exact copy needs nothing more)."""
     on = synonyms.enabled()
     if on:
         cut = (tokenizer or default_tokenizer()).cut(norm)
@@ -42,7 +51,7 @@ def fingerprint_text(text: str, weighting: str = "tfidf", tokenizer: Tokenizer |
     else:
         sh = simhash(norm, weighting, tokenizer, normalized=True)
         sk = smallest_seeds(letter_stream(text)[0], sketch_size) if sketch_size else []
-    return Fingerprints(simhash=sh, content_hash=content_hash(norm, normalized=True),
+    return Fingerprints(simhash=sh, content_hash=content,
                         dna=dna(norm, dna_params) if dna_params is not None else (), length=len(norm),
                         version=fingerprint_version(on), sketch=tuple(sk))
 

@@ -104,42 +104,45 @@ class HammingIndex:
         k = self.k if k is None else k
         if k > self.k:
             raise ValueError(f"this index answers k <= {self.k}")
-        rows = self._candidates(fp)
-        if len(rows) == 0:
-            return []
-        dist = np.bitwise_count(self._fingerprints(rows) ^ np.uint64(fp))
-        close = dist <= k
-        hits = sorted(set(zip(dist[close].tolist(), rows[close].tolist())))
-        return [(self._keys[r], d) for d, r in hits if self._row_of.get(self._keys[r]) == r]
+        hits = self._table_hits(fp, k) | self._pending_hits(fp, k)
+        return [(self._keys[r], d) for d, r in sorted(hits) if self._row_of.get(self._keys[r]) == r]
 
     def nearest(self, fp: int, k: int | None = None) -> tuple[Hashable, int] | None:
         """The closest stored key within k bits, or None."""
         found = self.query(fp, k)
         return found[0] if found else None
 
-    def _fingerprints(self, rows: np.ndarray) -> np.ndarray:
-        main = len(self._fps)
-        if not self._pending or rows.max() < main:
-            return self._fps[rows]
-        pending = self._pending
-        return np.array([int(self._fps[r]) if r < main else pending[r] for r in rows.tolist()],
-                        dtype=np.uint64)
-
-    def _candidates(self, fp: int) -> np.ndarray:
+    def _table_hits(self, fp: int, k: int) -> set[tuple[int, int]]:
+        """(distance, row) within k among the merged rows: binary searches in the sorted block tables."""
+        if len(self._fps) == 0:   # everything still in the buffer (a run of under merge_at pages)
+            return set()
         parts = []
         for i, values in enumerate(self._values):
-            v = self._block(fp, i)
-            key = values.dtype.type(v)  # same dtype, or numpy would convert the whole table
+            key = values.dtype.type(self._block(fp, i))  # same dtype, or numpy would convert the whole table
             lo = np.searchsorted(values, key, "left")
             hi = np.searchsorted(values, key, "right")
             if hi > lo:
                 parts.append(self._rows[i][lo:hi])
-            pending = self._pending_blocks[i].get(v)
-            if pending:
-                parts.append(np.array(pending, dtype=np.uint32))
         if not parts:
-            return np.zeros(0, dtype=np.uint32)
-        return np.concatenate(parts)  # a row may repeat (it shares several blocks); query dedups
+            return set()
+        rows = np.concatenate(parts)  # a row may repeat (it shares several blocks): the set dedups
+        dist = np.bitwise_count(self._fps[rows] ^ np.uint64(fp))
+        close = dist <= k
+        return set(zip(dist[close].tolist(), rows[close].tolist()))
+
+    def _pending_hits(self, fp: int, k: int) -> set[tuple[int, int]]:
+        """(distance, row) within k among the buffered rows: a few per block, counted with plain ints (numpy's
+        per-call cost was most of a query while every row was still in the buffer)."""
+        hits: set[tuple[int, int]] = set()
+        if not self._pending:
+            return hits
+        fp = int(fp)
+        for i, blocks in enumerate(self._pending_blocks):
+            for row in blocks.get(self._block(fp, i), ()):
+                d = (int(self._pending[row]) ^ fp).bit_count()
+                if d <= k:
+                    hits.add((d, row))
+        return hits
 
     def _merge(self) -> None:
         if not self._pending:

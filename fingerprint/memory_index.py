@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 
 from fingerprint.hamming_index import HammingIndex
@@ -37,6 +38,10 @@ class MemoryDedupIndex:
         self._insert(doc)
         return IndexHit("new")
 
+    def holds_content(self, content_hash: str) -> bool:
+        """Whether check_and_insert would answer "exact" or "unchanged" for a page with this content hash."""
+        return content_hash in self.exact
+
     def _insert(self, doc: DedupDoc) -> None:
         self.exact.setdefault(doc.content_hash, doc.page_id)
         if doc.page_id not in self.simhashes:
@@ -46,12 +51,10 @@ class MemoryDedupIndex:
     def claim_sketch(self, doc: DedupDoc, min_shared: int) -> tuple[int, list[tuple[str, int, int]]]:
         """Add the sketch with the next claim number; report pages sharing >= min_shared values."""
         seq = self.claims.setdefault(doc.page_id, next(self._seq))
-        shared: dict[str, int] = {}
-        for v in dict.fromkeys(doc.sketch):
-            ids = self.postings.setdefault(v, [])
-            for other in ids:
-                if other != doc.page_id:
-                    shared[other] = shared.get(other, 0) + 1
+        lists = [self.postings.setdefault(v, []) for v in dict.fromkeys(doc.sketch)]   # one list per value
+        shared = Counter(itertools.chain.from_iterable(lists))   # counted in C, in first-seen order
+        shared.pop(doc.page_id, None)
+        for ids in lists:
             if doc.page_id not in ids:
                 ids.append(doc.page_id)
         return seq, [(o, n, self.claims[o]) for o, n in shared.items() if n >= min_shared]

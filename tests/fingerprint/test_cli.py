@@ -88,6 +88,8 @@ def test_dedup_workers_give_the_output_of_one_worker(tmp_path, news, method):
     docs = [{"id": n["id"], "text": n["text"]} for n in news[:40]]
     docs += [{"id": f"copy{i}", "text": docs[i]["text"] + "（完）"} for i in range(0, 40, 7)]
     docs += [{"id": f"edit{i}", "text": "。".join(reversed(docs[i]["text"].split("。")))} for i in range(3, 40, 9)]
+    # exact copies (same content hash): one worker skips their SimHash and sketch, three compute them
+    docs += [{"id": f"exact{i}", "text": docs[i]["text"].replace("，", ",") + "\n"} for i in range(1, 40, 6)]
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in docs) + "\n", encoding="utf-8")
     outs = []
@@ -99,7 +101,8 @@ def test_dedup_workers_give_the_output_of_one_worker(tmp_path, news, method):
     assert outs[0] == outs[1]
     rows = [json.loads(line) for line in outs[0].splitlines()]
     assert [row["id"] for row in rows] == [d["id"] for d in docs]
-    assert sum(row["duplicate_of"] is not None for row in rows) >= 6
+    assert sum(row["duplicate_of"] is not None for row in rows) >= 13
+    assert sum(row["method"] == "exact" for row in rows) >= 7
 
 
 def test_dedup_rejects_bad_k_and_workers_in_one_line(tmp_path):

@@ -193,3 +193,33 @@ def test_normalize_lut_file_is_named_by_its_sources():
     assert any(part == Path(normalize.__file__).read_bytes() for part in parts)
     changed = [parts[0], parts[1], parts[2] + b"\n# an edit", *parts[3:]]
     assert digest(parts) != digest(changed)
+
+
+def test_exact_copies_skip_the_tokenizer_and_keep_the_output(tmp_path, news, monkeypatch):
+    """One-process dedup decides each page before reading the next, so a page whose content hash a kept
+    page has is answered "exact" without its SimHash and sketch: same rows, fewer cuts."""
+    from fingerprint import cli
+    from fingerprint.tokens import Tokenizer
+
+    docs = [{"id": n["id"], "text": n["text"]} for n in news[:30]]
+    docs += [{"id": f"x{i}", "text": " " + docs[i]["text"].replace("。", ".")} for i in range(0, 30, 3)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in docs) + "\n", encoding="utf-8")
+    real_cut, real_fingerprinted, cuts = Tokenizer.cut, cli._fingerprinted, []
+    monkeypatch.setattr(Tokenizer, "cut", lambda self, text: cuts.append(text) or real_cut(self, text))
+    outs = {}
+    for skip in (True, False):
+        if not skip:   # every page fingerprinted in full, as before
+            monkeypatch.setattr(cli, "_fingerprinted", lambda docs, args, size, known=None:
+                                real_fingerprinted(docs, args, size))
+        cuts.clear()
+        for method in ("full", "simhash"):
+            out = tmp_path / f"{skip}-{method}.jsonl"
+            assert cli.main(["dedup", str(src), "--out", str(out), "--method", method]) == 0
+            outs[skip, method] = out.read_text(encoding="utf-8")
+        outs[skip, "cuts"] = len(cuts)
+    for method in ("full", "simhash"):
+        assert outs[True, method] == outs[False, method]
+        rows = [json.loads(line) for line in outs[True, method].splitlines()]
+        assert sum(row["method"] == "exact" for row in rows) == 10
+    assert outs[False, "cuts"] - outs[True, "cuts"] == 2 * 10   # both methods skipped the 10 exact copies

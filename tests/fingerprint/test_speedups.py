@@ -34,8 +34,10 @@ def both(fn, *args):
 
 
 def test_kernels_were_built():
-    assert KERNEL is not None, ("fingerprint/_speedups.c was not compiled (no C compiler at install time?): "
-                                "fingerprints are right but about 1.6x slower; reinstall with gcc present")
+    assert KERNEL is not None, ("fingerprint/_speedups.c was not compiled (no C compiler at install time?), or "
+                                "the build is of another version of it: fingerprints are right but about 1.6x "
+                                "slower; reinstall (or rebuild the extension) with gcc present")
+    assert KERNEL.KERNELS_VERSION == speedups.KERNELS_VERSION
 
 
 def test_simhash_equals_numpy_on_real_texts(chapters, news):
