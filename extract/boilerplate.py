@@ -30,6 +30,7 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
+from extract.pagehead import FOOTER, is_head_chrome, is_headline
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
                           is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
                           is_page_notice, is_report_byline, is_software_footer, item_start, mark_headline_links,
@@ -141,8 +142,13 @@ NOVEL_WORDS = re.compile("手机用户请|本章未完|上一章|上一页|一�
                          "投推荐票|加入书签|章节错误|章节报错")
 
 
+LEAKED_ATTR = re.compile(r'\s*\b[a-z][a-z-]{0,15}="[^"<>\n]{0,40}"\s*')   # size="20" left as text by broken markup
+
+
 def is_edge_credit(line: str) -> bool:
-    """A short credit/byline line (only removed at the body's edges)."""
+    """A short credit/byline line (only removed at the body's edges); attributes that broken markup left in its text
+    (作者： size="20" 来源： size="20" 发布日期：…) are not counted."""
+    line = LEAKED_ATTR.sub(" ", line)
     if len(line) > EDGE_MAX_LEN or not CREDIT_WORDS.search(line):
         return False
     if SENTENCE_END.search(line) and not line.endswith(("）", ")")):
@@ -199,7 +205,6 @@ def cut_related(lines: list[str]) -> list[str]:
     return lines
 
 
-FOOTER = re.compile(r"(违法和不良信息举报|ICP备|ICP证|公网安备|All Rights Reserved|版权所有|Copyright\s*(©|\(c\)))", re.I)
 
 
 def cut_footer(lines: list[str]) -> list[str]:
@@ -395,36 +400,20 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
     return out
 
 
-MENU_SPLIT = re.compile(r"[\s\-|｜\\/·•>»]+")
-MENU_ITEMS = 5               # a line of at least this many items ...
-MENU_ITEM_MAX = 4            # ... none longer than this, and no punctuation: a channel menu
-MENU_LONG = 10               # a line of this many items may have one in ten a little longer
-
-
-def is_menu_line(line: str) -> bool:
-    """A channel menu flattened into one line: 首页 滚动 国内 国际 财经 ... or 新闻 \\ 行情 \\ 评测 ..."""
-    if re.search(r"[。，！？；：,!?;:]", line):
-        return False
-    items = [t for t in MENU_SPLIT.split(line) if t]
-    if len(items) >= MENU_LONG:   # a long menu may hold one or two longer items (06校园行)
-        return sum(len(t) > MENU_ITEM_MAX for t in items) <= len(items) // 10 and all(len(t) <= 6 for t in items)
-    return len(items) >= MENU_ITEMS and all(len(t) <= MENU_ITEM_MAX for t in items)
-
-
-def drop_leading_menus(lines: list[str]) -> list[str]:
-    """Channel-menu lines above the body's first paragraph go (a list of names inside the body stays)."""
+def drop_leading_menus(lines: list[str], anchors: set[str] | frozenset = frozenset()) -> list[str]:
+    """Channel menus, link bars and copyright lines above the body's first paragraph go (a list of names inside
+    the body stays)."""
     first = next((i for i, line in enumerate(lines) if running_chars(line)), len(lines))
-    return [line for i, line in enumerate(lines) if i >= first or not is_menu_line(line)]
+    return [line for i, line in enumerate(lines) if i >= first or not is_head_chrome(line, anchors)]
 
 
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
-    i = 0
     def edge(line: str) -> bool:
         return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
             or is_link_label(line) or is_report_byline(line)
 
-    i = 0
+    i = 1 if len(lines) > 2 and is_headline(lines[0]) and edge(lines[1]) else 0   # the headline over its byline
     while i < min(head, len(lines)) and edge(lines[i]):
         i += 1
     lines = lines[i:]
@@ -490,7 +479,7 @@ def clean_lines(lines: list[str], anchors: set[str] | frozenset = frozenset()) -
     out = cut_tail(drop_calendars(mark_headline_links(out, anchors)))
     out = drop_trailing_labels(drop_headline_marks(out), is_junk)
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
-    out = drop_leading_menus(cut_related(cut_footer(out)))
+    out = drop_leading_menus(cut_related(cut_footer(out)), anchors)
     return strip_edges(cut_at_end_mark(out))
 
 
