@@ -165,15 +165,18 @@ def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
     stack: list[tuple[Any, bool, Block | None]] = [(root, False, None)]
     while stack:
         el, in_link, block = stack.pop()
-        tag = el.tag if isinstance(el.tag, str) else ""
-        if not tag or tag in IGNORED:
+        tag = el.tag
+        if not isinstance(tag, str) or not tag or tag in IGNORED:
             continue
         in_link = in_link or tag == "a" or el in linked
         out.links += tag == "a"
         if tag in WALK_BLOCKS or block is None:
             block = Block(el, block if tag in PARAGRAPHS else None)
             out.blocks.append(block)
-        text = SPACE.sub("", own_text(el))
+        children = list(el)   # one pass over the children (each pass makes lxml build their proxies again)
+        text = "".join([el.text or ""] + [child.tail or "" for child in children])
+        if text:
+            text = SPACE.sub("", text)
         if text:
             out.text_chars += len(text)
             if in_link:
@@ -182,7 +185,7 @@ def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
                 block.chars += len(text)
                 block.cjk += cjk_count(text)
                 block.punct += len(PUNCT.findall(text))
-        stack.extend((child, in_link, block) for child in reversed(el))
+        stack.extend([(child, in_link, block) for child in reversed(children)])
     for block in reversed(out.blocks):  # children come after their parents: roll paragraphs up
         block.score += block.chars
         block.score_cjk += block.cjk
