@@ -156,7 +156,8 @@ LEAKED_ATTR = re.compile(r'\s*\b[a-z][a-z-]{0,15}="[^"<>\n]{0,40}"\s*')   # size
 def is_edge_credit(line: str) -> bool:
     """A short credit/byline line (only removed at the body's edges); attributes that broken markup left in its text
     (作者： size="20" 来源： size="20" 发布日期：…) are not counted."""
-    line = LEAKED_ATTR.sub(" ", line)
+    if '="' in line:
+        line = LEAKED_ATTR.sub(" ", line)
     if len(line) > EDGE_MAX_LEN or not CREDIT_WORDS.search(line):
         return False
     if SENTENCE_END.search(line) and not line.endswith(("）", ")")):
