@@ -177,7 +177,7 @@ def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
         children = list(el)   # one pass over the children (each pass makes lxml build their proxies again)
         text = "".join([el.text or ""] + [child.tail or "" for child in children])
         if text:
-            text = SPACE.sub("", text)
+            text = "".join(text.split())   # as SPACE.sub("", text): str.split drops the same characters
         if text:
             out.text_chars += len(text)
             if in_link:
@@ -232,7 +232,7 @@ def anchor_texts(tree: Any) -> set[str]:
     """Normalised texts of the page's links (to measure how link-dense an extracted body is)."""
     out = set()
     for a in tree.iter("a"):
-        t = SPACE.sub("", a.text_content())
+        t = "".join(a.text_content().split())
         if len(t) >= 2:
             out.add(t)
     return out
