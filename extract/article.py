@@ -36,7 +36,9 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges, trim_nav_runs
+from extract.cells import split_cells
+from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges
+from extract.pagehead import trim_nav_runs
 from extract.linklists import drop_link_runs
 from extract.tails import HEADLINE_LINK, is_headline_link
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
@@ -341,6 +343,7 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
         return text, f"selector:{name}", link_density(text, anchors), raw
     first = run_trafilatura(tree, url, recall=False, metadata=False)
     lines, density = unlink(first.get("text") or "")
+    lines = split_cells(lines, tree)
     text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines, anchors).split("\n"), anchors), anchors))
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):

@@ -30,11 +30,11 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
-from extract.pagehead import FOOTER, is_head_chrome, is_headline
+from extract.pagehead import FOOTER, is_head_chrome, is_headline, trim_nav_runs  # noqa: F401 (trim_nav_runs: API)
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
                           is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
-                          is_page_notice, is_report_byline, is_software_footer, item_start, mark_headline_links,
-                          teaser_list_starts)
+                          is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start,
+                          mark_headline_links, teaser_list_starts)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -217,9 +217,11 @@ def cut_related(lines: list[str]) -> list[str]:
 
 
 def cut_footer(lines: list[str]) -> list[str]:
-    """Cut the site footer (ICP licence, 举报 hotline, copyright) when it appears in the last third."""
+    """Cut the site footer (ICP licence, 举报 hotline, copyright) when it appears in the last third; a paragraph
+    that names a copyright holder (须获得版权所有者的许可。) is no footer unless footer clauses make it up."""
     for i in range(max(1, (len(lines) * 2) // 3), len(lines)):
-        if FOOTER.search(lines[i]) and len(re.sub(r"\s+", "", lines[i])) <= 300:
+        line = lines[i]
+        if FOOTER.search(line) and len(re.sub(r"\s+", "", line)) <= 300 and (not running_chars(line) or is_footer(line)):
             return lines[:i]
     return lines
 
@@ -300,7 +302,8 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
     while i < len(lines):
         line = lines[i]
         if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line) \
-                or is_function_bar(line) or is_notice_head(line) or is_software_footer(line) or is_closing_line(line):
+                or is_function_bar(line) or is_notice_head(line) or is_software_footer(line) or is_closing_line(line) \
+                or is_posting_line(line):
             yield i
         elif widgets and widget_key(line) in widgets:
             widgets.discard(widget_key(line))
@@ -433,35 +436,6 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     if lines:
         lines[-1] = TRAILING_HOME.sub("", TRAILING_CREDIT.sub("", lines[-1])).rstrip()
     return [line for line in lines if line]
-
-
-def is_sentence_free(line: str) -> bool:
-    """A short line without sentence punctuation: a menu item, label or headline."""
-    return len(line) <= 40 and not re.search(r"[。！？!?…]", line)
-
-
-def trim_nav_runs(lines: list[str], anchors: set[str], min_run: int = 6) -> list[str]:
-    """Drop a leading or trailing run of >= min_run sentence-free lines when >= 40% of them are links.
-
-    Navigation bars and channel menus that trafilatura keeps at the edges of a body look like this;
-    a single heading or a short label before the first paragraph is never a run of six.
-    """
-    def run_end(seq: list[str]) -> int:
-        n = 0
-        while n < len(seq) and is_sentence_free(seq[n]):
-            n += 1
-        return n
-
-    def linky(run: list[str]) -> bool:
-        return sum(re.sub(r"\s+", "", x) in anchors for x in run) >= 0.4 * len(run)
-
-    n = run_end(lines)
-    if n >= min_run and n < len(lines) and linky(lines[:n]):
-        lines = lines[n:]
-    m = run_end(lines[::-1])
-    if m >= min_run and m < len(lines) and linky(lines[len(lines) - m:]):
-        lines = lines[:len(lines) - m]
-    return lines
 
 
 CITATION = re.compile(r"^\[\d+(-\d+)?\]$")

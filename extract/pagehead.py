@@ -1,5 +1,6 @@
-"""What sits above a story on a page: channel menus, a bar of the site's links, copyright and licence lines, the
-headline (extract.boilerplate drops the chrome above the first paragraph and the headline over its byline).
+"""What sits around a story on a page: channel menus, a bar of the site's links, copyright and licence lines, the
+headline, runs of navigation lines at the body's edges (extract.boilerplate drops the chrome above the first
+paragraph and the headline over its byline; extract.article trims the navigation runs).
 
 Why a module of its own: a small site's table layout puts its chrome in the same cell as the story, so trafilatura
 hands it over with the body; these tests read one line at a time and need nothing of the boilerplate filter.
@@ -51,3 +52,32 @@ HEADLINE_MAX = 40            # a headline is at most this long
 def is_headline(line: str) -> bool:
     """A line that reads as a headline: short, no sentence end, not a label that opens what follows (摘要：)."""
     return len(re.sub(r"\s+", "", line)) <= HEADLINE_MAX and not re.search(r"[。！？!?…；;：:]$|[。！？!?]", line)
+
+
+def is_sentence_free(line: str) -> bool:
+    """A short line without sentence punctuation: a menu item, label or headline."""
+    return len(line) <= 40 and not re.search(r"[。！？!?…]", line)
+
+
+def trim_nav_runs(lines: list[str], anchors: set[str], min_run: int = 6) -> list[str]:
+    """Drop a leading or trailing run of >= min_run sentence-free lines when >= 40% of them are links.
+
+    Navigation bars and channel menus that trafilatura keeps at the edges of a body look like this;
+    a single heading or a short label before the first paragraph is never a run of six.
+    """
+    def run_end(seq: list[str]) -> int:
+        n = 0
+        while n < len(seq) and is_sentence_free(seq[n]):
+            n += 1
+        return n
+
+    def linky(run: list[str]) -> bool:
+        return sum(re.sub(r"\s+", "", x) in anchors for x in run) >= 0.4 * len(run)
+
+    n = run_end(lines)
+    if n >= min_run and n < len(lines) and linky(lines[:n]):
+        lines = lines[n:]
+    m = run_end(lines[::-1])
+    if m >= min_run and m < len(lines) and linky(lines[len(lines) - m:]):
+        lines = lines[:len(lines) - m]
+    return lines

@@ -73,6 +73,19 @@ def is_closing_line(line: str) -> bool:
     return (len(t) <= 60 and bool(CLOSING.match(t))) or (len(t) <= CONSENT_MAX and bool(CONSENT.search(t)))
 
 
+# A blog post's posting lines under its text: where it was filed and how often read, its trackback address, the
+# count of comments above them ((本文发表于…, 已被阅读178次), 本文通告引用(Trackback)链接: …, 《…》已有1件评论).
+POSTING = re.compile(r"(已被|被)(阅读|浏览|点击)\s*\d+\s*次|已有\s*\d+\s*(件|条|篇|个)(评论|回复)|Trackback|引用通告|通告引用",
+                     re.I)
+POSTING_MAX = 80
+
+
+def is_posting_line(line: str) -> bool:
+    """A blog post's posting line (read count, trackback, comment count): no sentence, the post ends above it."""
+    t = line.strip()
+    return len(t) <= POSTING_MAX and "。" not in t and bool(POSTING.search(t))
+
+
 def is_page_notice(line: str) -> bool:
     """A notice of the site, never of a story (a consent notice, a forum program's footer): it ends the body however
     much text follows it (a language-switch prompt in three languages)."""
