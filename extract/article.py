@@ -61,7 +61,7 @@ BUILTIN_SELECTORS = (
 )
 LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继续)|登录/注册|会员专享|付费阅读|订阅后阅读|"
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
-TITLE_SEPARATOR = re.compile(r"\s+[|｜\-–—_]\s+|\s*[|｜]\s*")   # headline | channel | site
+TITLE_SEPARATOR = re.compile(r"\s+[|｜\-–—_»]\s+|\s*[|｜]\s*")   # headline | channel | site, blog » post
 TITLE_PART_MIN = 4           # a part of the <title> this long repeated as the first line is the headline
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)

@@ -112,6 +112,10 @@ def is_notice_head(line: str) -> bool:
     return len(line) <= 2 * HEADING_MAX and "明" in line and bool(NOTICE_HEAD.match(compact_heading(line)))
 
 
+# A date written in English alone on a line, as blog programs stamp a post: Saturday, September 10th, 2005 10:56 am.
+EN_DATE_LINE = re.compile(r"^((Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\.?,?\s+)?(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+                          r"[a-z]*\.?\s+\d{1,2}(st|nd|rd|th)?,?\s+\d{4}(,?\s+(at\s+)?\d{1,2}:\d{2}(:\d{2})?\s*([ap]\.?m\.?)?)?$",
+                          re.I)
 EMPTY_META = re.compile(r"^[\u4e00-\u9fff]{0,4}(时间|日期|来源|作者|编辑|字号)\s*[:：]\s*$")   # 发表时间： (its value gone)
 
 
@@ -120,7 +124,7 @@ def is_dateline(line: str) -> bool:
     发表于), in a short line without a sentence -- a first paragraph that opens with a date has one; or a date or
     meta label whose value went with its markup (发表时间：)."""
     t = line.strip()
-    if EMPTY_META.match(t):
+    if EMPTY_META.match(t) or EN_DATE_LINE.match(t):
         return True
     if not t or len(t) > DATELINE_MAX or DATELINE_PUNCT.search(t):
         return False

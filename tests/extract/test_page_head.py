@@ -57,3 +57,14 @@ def test_the_headline_over_its_byline_goes_with_it() -> None:
 def test_a_heading_without_a_byline_under_it_stays(first: str) -> None:
     assert is_headline(first)
     assert clean_lines([first] + BODY) == [first] + BODY
+
+
+def test_a_blog_posts_english_date_stamp_and_its_headline_go() -> None:
+    from extract.article import extract
+    from extract.tails import is_dateline
+    paras = "".join(f"<p>\u3000\u3000{p}</p>" for p in BODY)
+    page = ("<html><head><title>多维博客 » 播客热潮迅速蔓延 挑逗传统传媒业</title></head><body><div class='post'>"
+            "<p>Saturday, September 10th, 2005 &nbsp; 10:56 am</p><p align=center><font size=5>播客热潮迅速蔓延 挑逗传统传媒业"
+            f"</font></p>{paras}</div></body></html>")
+    assert extract(page).text.split("\n") == BODY
+    assert is_dateline("Sep 10, 2005") and not is_dateline("September 10th, 2005 we went to the park")
