@@ -21,7 +21,8 @@ Steps:
    passes it as ``page``;
 4. body: a site-profile selector (profile["body_selector"], CSS or XPath; WeChat ``#js_content`` is
    built in) or trafilatura (comments off, fast heuristics);
-5. Chinese boilerplate post-filter (extract.boilerplate);
+5. a table row that trafilatura wrote as one line is given back as its cell's paragraphs (extract.cells), then the
+   Chinese boilerplate post-filter (extract.boilerplate, extract.pagehead, extract.tails);
 6. second opinion when the body is short, link-dense or list-like: the densest text block of the page
    (extract.dom.densest_block) with the prose blocks right beside it (a poem above its translation), taken when it is itself not link-dense and not tiny, never when it is a
    footer (copyright, ICP licence, contact lines), and not when the lines it would drop are the ones about
