@@ -21,7 +21,8 @@ Steps:
    passes it as ``page``;
 4. body: a site-profile selector (profile["body_selector"], CSS or XPath; WeChat ``#js_content`` is
    built in) or trafilatura (comments off, fast heuristics);
-5. Chinese boilerplate post-filter (extract.boilerplate);
+5. a table row that trafilatura wrote as one line is given back as its cell's paragraphs (extract.cells), then the
+   Chinese boilerplate post-filter (extract.boilerplate, extract.pagehead, extract.tails);
 6. second opinion when the body is short, link-dense or list-like: the densest text block of the page
    (extract.dom.densest_block) with the prose blocks right beside it (a poem above its translation), taken when it is itself not link-dense and not tiny, never when it is a
    footer (copyright, ICP licence, contact lines), and not when the lines it would drop are the ones about
@@ -36,7 +37,9 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges, trim_nav_runs
+from extract.cells import split_cells
+from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges
+from extract.pagehead import trim_nav_runs
 from extract.linklists import drop_link_runs
 from extract.tails import HEADLINE_LINK, is_headline_link
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
@@ -59,7 +62,7 @@ BUILTIN_SELECTORS = (
 )
 LOGIN_WALL = re.compile(r"(请(先)?登录|登录后(才能)?(查看|阅读|继续)|登录/注册|会员专享|付费阅读|订阅后阅读|"
                         r"扫码登录|Sign in to continue|Log in to continue)", re.I)
-TITLE_SEPARATOR = re.compile(r"\s+[|｜\-–—_]\s+|\s*[|｜]\s*")   # headline | channel | site
+TITLE_SEPARATOR = re.compile(r"\s+[|｜\-–—_»]\s+|\s*[|｜]\s*")   # headline | channel | site, blog » post
 TITLE_PART_MIN = 4           # a part of the <title> this long repeated as the first line is the headline
 SITE_SUFFIX = re.compile(r"\s*[-–—]\s*[^-–—\s]{1,12}(网|报|新闻|频道|在线|论坛|社区)$")
 SCRIPT_BYTES = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
@@ -341,6 +344,7 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
         return text, f"selector:{name}", link_density(text, anchors), raw
     first = run_trafilatura(tree, url, recall=False, metadata=False)
     lines, density = unlink(first.get("text") or "")
+    lines = split_cells(lines, tree)
     text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines, anchors).split("\n"), anchors), anchors))
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):

@@ -30,10 +30,11 @@ import re
 from typing import Iterator
 
 from extract.calendars import drop_calendars
+from extract.pagehead import FOOTER, is_head_chrome, is_headline, trim_nav_runs  # noqa: F401 (trim_nav_runs: API)
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
                           is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
-                          is_page_notice, is_report_byline, is_software_footer, item_start, mark_headline_links,
-                          teaser_list_starts)
+                          is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start,
+                          mark_headline_links, teaser_list_starts)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -85,8 +86,16 @@ ALWAYS = [re.compile(p) for p in (
     r"^.{0,80}[（(][\u4e00-\u9fff]{2,4}\s*摄[)）]$",
 )]
 
-# The same patterns as one alternation: one regex scan per line instead of one per pattern (~40x fewer calls).
-ALWAYS_ANY = re.compile("|".join(f"(?:{p.pattern})" for p in ALWAYS))
+# The same patterns as two alternations, one regex call each per line instead of one per pattern: those that open
+# with ^ tried at the line's start only (.match), the others searched for (as one, every branch was tried at every
+# position of a long paragraph).
+ALWAYS_AT_START = re.compile("|".join(f"(?:{p.pattern})" for p in ALWAYS if p.pattern.startswith("^")))
+ALWAYS_INSIDE = re.compile("|".join(f"(?:{p.pattern})" for p in ALWAYS if not p.pattern.startswith("^")))
+
+
+def has_junk(text: str) -> bool:
+    """Whether one of the ALWAYS patterns is found in the text."""
+    return bool(ALWAYS_AT_START.match(text) or ALWAYS_INSIDE.search(text))
 
 CREDIT_WORDS = re.compile(
     r"(责任编辑|责编|编辑|作者|记者|通讯员|采写|撰文|校对|审核|审校|监制|统筹|摄影|摄像|制作|编译|供稿|"
@@ -141,8 +150,14 @@ NOVEL_WORDS = re.compile("手机用户请|本章未完|上一章|上一页|一�
                          "投推荐票|加入书签|章节错误|章节报错")
 
 
+LEAKED_ATTR = re.compile(r'\s*\b[a-z][a-z-]{0,15}="[^"<>\n]{0,40}"\s*')   # size="20" left as text by broken markup
+
+
 def is_edge_credit(line: str) -> bool:
-    """A short credit/byline line (only removed at the body's edges)."""
+    """A short credit/byline line (only removed at the body's edges); attributes that broken markup left in its text
+    (作者： size="20" 来源： size="20" 发布日期：…) are not counted."""
+    if '="' in line:
+        line = LEAKED_ATTR.sub(" ", line)
     if len(line) > EDGE_MAX_LEN or not CREDIT_WORDS.search(line):
         return False
     if SENTENCE_END.search(line) and not line.endswith(("）", ")")):
@@ -169,14 +184,14 @@ SENTENCE = re.compile(r"[^。！？!?]*(?:[。！？!?]+[”’」』）)]*|$)")
 
 def is_junk(line: str) -> bool:
     """A line that is never article text (a paragraph loses only its junk sentences: drop_junk_sentences)."""
-    return len(line) <= JUNK_LINE_MAX and bool(ALWAYS_ANY.search(line))
+    return len(line) <= JUNK_LINE_MAX and has_junk(line)
 
 
 def drop_junk_sentences(line: str) -> str:
     """A long paragraph without the sentences that are never article text (a reprint disclaimer pasted in)."""
-    if len(line) <= JUNK_LINE_MAX or not ALWAYS_ANY.search(line):
+    if len(line) <= JUNK_LINE_MAX or not has_junk(line):
         return line
-    return "".join(s for s in SENTENCE.findall(line) if not ALWAYS_ANY.search(s)).strip()
+    return "".join(s for s in SENTENCE.findall(line) if not has_junk(s)).strip()
 
 
 def strip_novel_ads(line: str) -> str:
@@ -199,13 +214,14 @@ def cut_related(lines: list[str]) -> list[str]:
     return lines
 
 
-FOOTER = re.compile(r"(违法和不良信息举报|ICP备|ICP证|公网安备|All Rights Reserved|版权所有|Copyright\s*(©|\(c\)))", re.I)
 
 
 def cut_footer(lines: list[str]) -> list[str]:
-    """Cut the site footer (ICP licence, 举报 hotline, copyright) when it appears in the last third."""
+    """Cut the site footer (ICP licence, 举报 hotline, copyright) when it appears in the last third; a paragraph
+    that names a copyright holder (须获得版权所有者的许可。) is no footer unless footer clauses make it up."""
     for i in range(max(1, (len(lines) * 2) // 3), len(lines)):
-        if FOOTER.search(lines[i]) and len(re.sub(r"\s+", "", lines[i])) <= 300:
+        line = lines[i]
+        if FOOTER.search(line) and len(re.sub(r"\s+", "", line)) <= 300 and (not running_chars(line) or is_footer(line)):
             return lines[:i]
     return lines
 
@@ -286,7 +302,8 @@ def tail_starts(lines: list[str]) -> Iterator[int]:
     while i < len(lines):
         line = lines[i]
         if TAIL_MARK.search(line) or RELATED_INLINE.search(line) or RELATED_HEAD.match(line) \
-                or is_function_bar(line) or is_notice_head(line) or is_software_footer(line) or is_closing_line(line):
+                or is_function_bar(line) or is_notice_head(line) or is_software_footer(line) or is_closing_line(line) \
+                or is_posting_line(line):
             yield i
         elif widgets and widget_key(line) in widgets:
             widgets.discard(widget_key(line))
@@ -395,36 +412,20 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
     return out
 
 
-MENU_SPLIT = re.compile(r"[\s\-|｜\\/·•>»]+")
-MENU_ITEMS = 5               # a line of at least this many items ...
-MENU_ITEM_MAX = 4            # ... none longer than this, and no punctuation: a channel menu
-MENU_LONG = 10               # a line of this many items may have one in ten a little longer
-
-
-def is_menu_line(line: str) -> bool:
-    """A channel menu flattened into one line: 首页 滚动 国内 国际 财经 ... or 新闻 \\ 行情 \\ 评测 ..."""
-    if re.search(r"[。，！？；：,!?;:]", line):
-        return False
-    items = [t for t in MENU_SPLIT.split(line) if t]
-    if len(items) >= MENU_LONG:   # a long menu may hold one or two longer items (06校园行)
-        return sum(len(t) > MENU_ITEM_MAX for t in items) <= len(items) // 10 and all(len(t) <= 6 for t in items)
-    return len(items) >= MENU_ITEMS and all(len(t) <= MENU_ITEM_MAX for t in items)
-
-
-def drop_leading_menus(lines: list[str]) -> list[str]:
-    """Channel-menu lines above the body's first paragraph go (a list of names inside the body stays)."""
+def drop_leading_menus(lines: list[str], anchors: set[str] | frozenset = frozenset()) -> list[str]:
+    """Channel menus, link bars and copyright lines above the body's first paragraph go (a list of names inside
+    the body stays)."""
     first = next((i for i, line in enumerate(lines) if running_chars(line)), len(lines))
-    return [line for i, line in enumerate(lines) if i >= first or not is_menu_line(line)]
+    return [line for i, line in enumerate(lines) if i >= first or not is_head_chrome(line, anchors)]
 
 
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
-    i = 0
     def edge(line: str) -> bool:
         return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
             or is_link_label(line) or is_report_byline(line)
 
-    i = 0
+    i = 1 if len(lines) > 2 and is_headline(lines[0]) and edge(lines[1]) else 0   # the headline over its byline
     while i < min(head, len(lines)) and edge(lines[i]):
         i += 1
     lines = lines[i:]
@@ -435,35 +436,6 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     if lines:
         lines[-1] = TRAILING_HOME.sub("", TRAILING_CREDIT.sub("", lines[-1])).rstrip()
     return [line for line in lines if line]
-
-
-def is_sentence_free(line: str) -> bool:
-    """A short line without sentence punctuation: a menu item, label or headline."""
-    return len(line) <= 40 and not re.search(r"[。！？!?…]", line)
-
-
-def trim_nav_runs(lines: list[str], anchors: set[str], min_run: int = 6) -> list[str]:
-    """Drop a leading or trailing run of >= min_run sentence-free lines when >= 40% of them are links.
-
-    Navigation bars and channel menus that trafilatura keeps at the edges of a body look like this;
-    a single heading or a short label before the first paragraph is never a run of six.
-    """
-    def run_end(seq: list[str]) -> int:
-        n = 0
-        while n < len(seq) and is_sentence_free(seq[n]):
-            n += 1
-        return n
-
-    def linky(run: list[str]) -> bool:
-        return sum(re.sub(r"\s+", "", x) in anchors for x in run) >= 0.4 * len(run)
-
-    n = run_end(lines)
-    if n >= min_run and n < len(lines) and linky(lines[:n]):
-        lines = lines[n:]
-    m = run_end(lines[::-1])
-    if m >= min_run and m < len(lines) and linky(lines[len(lines) - m:]):
-        lines = lines[:len(lines) - m]
-    return lines
 
 
 CITATION = re.compile(r"^\[\d+(-\d+)?\]$")
@@ -490,7 +462,7 @@ def clean_lines(lines: list[str], anchors: set[str] | frozenset = frozenset()) -
     out = cut_tail(drop_calendars(mark_headline_links(out, anchors)))
     out = drop_trailing_labels(drop_headline_marks(out), is_junk)
     out = rejoin([kept for kept in (drop_junk_sentences(line) for line in out if line and not is_junk(line)) if kept])
-    out = drop_leading_menus(cut_related(cut_footer(out)))
+    out = drop_leading_menus(cut_related(cut_footer(out)), anchors)
     return strip_edges(cut_at_end_mark(out))
 
 

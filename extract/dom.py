@@ -44,8 +44,9 @@ def cjk_count(text: str) -> int:
     return len(NON_CJK.sub("", text))
 
 def visible_len(text: str) -> int:
-    """Non-whitespace characters: the length that matters for Chinese text."""
-    return len(SPACE.sub("", text))
+    """Non-whitespace characters: the length that matters for Chinese text (str.split drops the characters \\s
+    matches, str.isspace, ~3x faster than the regex)."""
+    return len("".join(text.split()))
 
 
 def parse(text: str) -> tuple[lxml.html.HtmlElement, str]:
@@ -165,15 +166,18 @@ def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
     stack: list[tuple[Any, bool, Block | None]] = [(root, False, None)]
     while stack:
         el, in_link, block = stack.pop()
-        tag = el.tag if isinstance(el.tag, str) else ""
-        if not tag or tag in IGNORED:
+        tag = el.tag
+        if not isinstance(tag, str) or not tag or tag in IGNORED:
             continue
         in_link = in_link or tag == "a" or el in linked
         out.links += tag == "a"
         if tag in WALK_BLOCKS or block is None:
             block = Block(el, block if tag in PARAGRAPHS else None)
             out.blocks.append(block)
-        text = SPACE.sub("", own_text(el))
+        children = list(el)   # one pass over the children (each pass makes lxml build their proxies again)
+        text = "".join([el.text or ""] + [child.tail or "" for child in children])
+        if text:
+            text = "".join(text.split())   # as SPACE.sub("", text): str.split drops the same characters
         if text:
             out.text_chars += len(text)
             if in_link:
@@ -182,7 +186,7 @@ def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
                 block.chars += len(text)
                 block.cjk += cjk_count(text)
                 block.punct += len(PUNCT.findall(text))
-        stack.extend((child, in_link, block) for child in reversed(el))
+        stack.extend([(child, in_link, block) for child in reversed(children)])
     for block in reversed(out.blocks):  # children come after their parents: roll paragraphs up
         block.score += block.chars
         block.score_cjk += block.cjk
@@ -228,7 +232,7 @@ def anchor_texts(tree: Any) -> set[str]:
     """Normalised texts of the page's links (to measure how link-dense an extracted body is)."""
     out = set()
     for a in tree.iter("a"):
-        t = SPACE.sub("", a.text_content())
+        t = "".join(a.text_content().split())
         if len(t) >= 2:
             out.add(t)
     return out

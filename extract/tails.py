@@ -73,6 +73,19 @@ def is_closing_line(line: str) -> bool:
     return (len(t) <= 60 and bool(CLOSING.match(t))) or (len(t) <= CONSENT_MAX and bool(CONSENT.search(t)))
 
 
+# A blog post's posting lines under its text: where it was filed and how often read, its trackback address, the
+# count of comments above them ((本文发表于…, 已被阅读178次), 本文通告引用(Trackback)链接: …, 《…》已有1件评论).
+POSTING = re.compile(r"(已被|被)(阅读|浏览|点击)\s*\d+\s*次|已有\s*\d+\s*(件|条|篇|个)(评论|回复)|Trackback|引用通告|通告引用",
+                     re.I)
+POSTING_MAX = 80
+
+
+def is_posting_line(line: str) -> bool:
+    """A blog post's posting line (read count, trackback, comment count): no sentence, the post ends above it."""
+    t = line.strip()
+    return len(t) <= POSTING_MAX and "。" not in t and bool(POSTING.search(t))
+
+
 def is_page_notice(line: str) -> bool:
     """A notice of the site, never of a story (a consent notice, a forum program's footer): it ends the body however
     much text follows it (a language-switch prompt in three languages)."""
@@ -99,6 +112,10 @@ def is_notice_head(line: str) -> bool:
     return len(line) <= 2 * HEADING_MAX and "明" in line and bool(NOTICE_HEAD.match(compact_heading(line)))
 
 
+# A date written in English alone on a line, as blog programs stamp a post: Saturday, September 10th, 2005 10:56 am.
+EN_DATE_LINE = re.compile(r"^((Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\.?,?\s+)?(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+                          r"[a-z]*\.?\s+\d{1,2}(st|nd|rd|th)?,?\s+\d{4}(,?\s+(at\s+)?\d{1,2}:\d{2}(:\d{2})?\s*([ap]\.?m\.?)?)?$",
+                          re.I)
 EMPTY_META = re.compile(r"^[\u4e00-\u9fff]{0,4}(时间|日期|来源|作者|编辑|字号)\s*[:：]\s*$")   # 发表时间： (its value gone)
 
 
@@ -107,7 +124,7 @@ def is_dateline(line: str) -> bool:
     发表于), in a short line without a sentence -- a first paragraph that opens with a date has one; or a date or
     meta label whose value went with its markup (发表时间：)."""
     t = line.strip()
-    if EMPTY_META.match(t):
+    if EMPTY_META.match(t) or EN_DATE_LINE.match(t):
         return True
     if not t or len(t) > DATELINE_MAX or DATELINE_PUNCT.search(t):
         return False

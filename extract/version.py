@@ -9,5 +9,8 @@ from __future__ import annotations
 # zhx<issue>.<n>: issue 29's rules (article ends, footers, credits) were zhx29.1; widgets, forum threads, poems,
 # sibling prose blocks and the lxml repair of lost bodies are zhx29.2; extract.tails' edge marks (page-function bars,
 # bulleted and spaced-out headings, datelines, link labels, closing lines, teaser lists, other dated headlines) and
-# links whose address holds parentheses are zhx29.3.
-EXTRACT_VERSION = "zhx29.3"
+# links whose address holds parentheses are zhx29.3; the page's head (extract.pagehead: link bars and short copyright
+# lines above the first paragraph, the headline over its byline, bylines with leaked markup), stories in table cells
+# given back one paragraph per line (extract.cells), blog posting lines and paragraphs that name a copyright holder
+# (no footer), English date stamps and » in titles are zhx29.4.
+EXTRACT_VERSION = "zhx29.4"
