@@ -9,6 +9,7 @@ from fingerprint import speedups
 from fingerprint.dna import letter_stream
 from fingerprint.normalize import (_collapse_repeated_punct, _fold_chars, _has_blank_run, _has_repeated_punct, _lut,
                                   compact, normalize)
+from tests.fingerprint.test_speedups import both
 
 KERNEL = speedups.KERNEL
 
@@ -19,16 +20,6 @@ EDGES = ["", " ", "a", "\n\n", "\n \n", " \n", "。，", "，", "Ａ…ｂ\u0301
 # letters and marks the normaliser treats specially, with plain Han, ASCII and astral characters
 CHARS = st.sampled_from(list("。，！？；：、“”「」…⋯. \n\r\t\u3000\u00a0\u0301\ufeffAa1丽龍体𠀀ⅷ ﬁ")
                         + ["\ud800", "\U0002F800", "\U00030001"])
-
-
-def both(fn, *args):
-    """fn(*args) with the compiled kernels, then with the numpy code."""
-    compiled = fn(*args)
-    speedups.KERNEL = None
-    try:
-        return compiled, fn(*args)
-    finally:
-        speedups.KERNEL = KERNEL
 
 
 def _same_everywhere(text: str) -> None:
