@@ -30,7 +30,7 @@ import numpy as np
 
 from fingerprint import semantic, synonyms
 from fingerprint.document import canonical_letters, fingerprint_text, text_sketch
-from fingerprint.matcher import MAX_LETTERS, MatchParams, _Letters, align
+from fingerprint.matcher import MAX_LETTERS, VERIFY_K, MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
 from fingerprint.simhash import hamming
 
@@ -60,6 +60,8 @@ class NearDupParams:
     rewrites: bool = True          # a spun copy (伪原创): shared passages spread over the whole of both texts
     rewrite_coverage: float = 0.5  # ... covering at least this much of both,
     rewrite_gap: float = 0.12      # ... and no stretch without one longer than this share of either text
+    rewrite_phrase: int = 8        # ... where a reworded sentence's phrases of this many letters (shared 8-grams,
+                                   # under a passage's 20) count: the part a partial copy left out has none
     numbers_shared: float = 0.5    # a passage copy or rewrite: this share of the numbers of the side with fewer
                                    # (3+) found in the other; two fillings of one template differ there
     semantic: float = 0.0          # > 0: a rewrite's aligned sentence pairs must reach this cosine (semantic.py)
@@ -75,6 +77,9 @@ class NearDupParams:
         if not 0.0 < self.rewrite_coverage <= 1.0 or not 0.0 <= self.rewrite_gap < 1.0 or not 0.0 <= self.semantic < 1.0:
             raise ValueError(f"rewrite coverage must be in (0, 1], gap and semantic cosine in [0, 1), not "
                              f"{self.rewrite_coverage}, {self.rewrite_gap}, {self.semantic}")
+        if not VERIFY_K <= self.rewrite_phrase <= MatchParams.min_run:
+            raise ValueError(f"a rewrite's shared phrases are {VERIFY_K} to {MatchParams.min_run} letters, not "
+                             f"{self.rewrite_phrase}")
         if not 0.0 <= self.numbers_shared <= 1.0:
             raise ValueError(f"the share of numbers a copy keeps must be in [0, 1], not {self.numbers_shared}")
 
@@ -97,6 +102,16 @@ class Alignment:
     def sentences(self) -> float:
         """Share of sentences holding a shared passage (the smaller side): read for rewrites only."""
         return min((_sentence_share(m, x.offsets, t) for m, x, t in self.sides), default=0.0)
+
+    def phrase_gap(self, min_run: int) -> float:
+        """The longest stretch of either text without a shared phrase of `min_run` letters (share of its text):
+        a sentence reworded past its passages (a synonym every few words) keeps names and phrases between
+        the swaps, while the part a partial copy left out, or its host page, shares none."""
+        if len(self.sides) != 2:
+            return self.gap
+        (_, la, _), (_, lb, _) = self.sides
+        runs = align(la, lb, MatchParams(min_run=min_run))
+        return max(_longest_gap(_covered_mask(len(x.codes), r)) for x, r in zip((la, lb), runs))
 
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -406,11 +421,13 @@ class DedupEngine:
 
     def _verify(self, other: str, al: Alignment) -> Verdict | None:
         """A copy of other: passages cover both texts, or (a rewrite) cover most of both with no large
-        stretch left over (a partial copy leaves one: the part not copied, or the host page)."""
+        stretch left over without a shared phrase (a partial copy leaves one: the part not copied, or the host
+        page)."""
         p = self.params
         if al.coverage >= p.min_coverage:
             return Verdict("near", other, "passages", None, al.coverage)
-        if p.rewrites and al.coverage >= p.rewrite_coverage and al.gap <= p.rewrite_gap:
+        if p.rewrites and al.coverage >= p.rewrite_coverage and (
+                al.gap <= p.rewrite_gap or al.phrase_gap(p.rewrite_phrase) <= p.rewrite_gap):
             return Verdict("near", other, "rewrite", None, al.coverage, sentences=al.sentences)
         return None
 

