@@ -44,7 +44,8 @@ ZHDEDUP_MIN_MATCH_SCORE = 0.0   # matches below this score are not recorded
 
 # --- store (pipelines/crawl_store.py, pipelines/store.py) -----------------------------------------------
 ZHDEDUP_STORE: dict = {}        # overrides for StoreConfig.from_env, e.g. -s 'ZHDEDUP_STORE={"db_name": "t"}'
-ZHDEDUP_STORE_THREADS = 4       # threads for blocking store calls, so downloads go on meanwhile
+ZHDEDUP_STORE_THREADS = "auto"  # threads for blocking store calls, so downloads go on meanwhile; auto = 2 with
+                                # up to 2 usable CPUs (fewer threads asking for the GIL: +7% pages/s), else 4
 ZHDEDUP_STORE_BATCH = 100       # pages saved per MongoDB write at most (pages arriving during a write go in the next)
 ZHDEDUP_STORE_BATCH_MS = 0.0    # extra wait before a write, to batch more (widens the Redis-loss window)
 ZHDEDUP_LOG_STORED = False      # True: an INFO line per stored page (new matches are always logged)

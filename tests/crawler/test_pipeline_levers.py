@@ -124,3 +124,19 @@ def test_worker_settings_auto_and_bad_values(monkeypatch):
     for bad in ("many", "-1", "1.5"):
         with pytest.raises(CrawlCannotStart, match=re.escape(f"ZHDEDUP_FINGERPRINT_WORKERS={bad!r}")):
             _workers.worker_count(Settings({"ZHDEDUP_FINGERPRINT_WORKERS": bad}), "ZHDEDUP_FINGERPRINT_WORKERS")
+
+
+def test_store_threads_auto_and_bad_values(monkeypatch):
+    from scrapy.settings import Settings
+
+    from pipelines import _workers
+    from pipelines.crawl_store import store_threads
+
+    for cpus, expected in ((1, 2), (2, 2), (3, 4), (16, 4)):
+        monkeypatch.setattr(_workers, "usable_cpus", lambda cpus=cpus: cpus)
+        assert store_threads(Settings({})) == expected
+        assert store_threads(Settings({"ZHDEDUP_STORE_THREADS": " AUTO "})) == expected
+    assert store_threads(Settings({"ZHDEDUP_STORE_THREADS": "6"})) == 6
+    for bad in ("many", "0", "-2", "1.5"):
+        with pytest.raises(CrawlCannotStart, match=re.escape(f"ZHDEDUP_STORE_THREADS={bad!r}")):
+            store_threads(Settings({"ZHDEDUP_STORE_THREADS": bad}))

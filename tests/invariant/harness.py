@@ -79,6 +79,7 @@ class Plan:
     concurrent: int
     per_domain: int
     workers: int
+    store_threads: int
     batch: int
     batch_ms: int
     retry_seconds: float
@@ -94,6 +95,7 @@ class Plan:
         """The crawl's -s settings."""
         out = {"CONCURRENT_REQUESTS": str(self.concurrent), "CONCURRENT_REQUESTS_PER_DOMAIN": str(self.per_domain),
                "ZHDEDUP_EXTRACT_WORKERS": str(self.workers), "ZHDEDUP_FINGERPRINT_WORKERS": str(self.workers),
+               "ZHDEDUP_STORE_THREADS": str(self.store_threads),
                "ZHDEDUP_STORE_BATCH": str(self.batch), "ZHDEDUP_STORE_BATCH_MS": str(self.batch_ms),
                "RETRY_TIMES": "3", "ZHDEDUP_TRACE_DECISIONS": "1"}   # a failing run's logs carry every verdict
         return {**out, **(SHARED if self.distributed else {})}
@@ -102,7 +104,7 @@ class Plan:
         """One line for reports."""
         return (f"seed={self.seed} kind={self.kind} fault={self.fault} crawlers={self.crawlers}"
                 f"{' distributed' if self.distributed else ''} CR={self.concurrent}/{self.per_domain} "
-                f"workers={self.workers} batch={self.batch}+{self.batch_ms}ms retry={self.retry_seconds}s "
+                f"workers={self.workers} threads={self.store_threads} batch={self.batch}+{self.batch_ms}ms retry={self.retry_seconds}s "
                 f"trigger={self.trigger[0]}:{self.trigger[1]} hold={self.hold}s"
                 + (f" server={self.server}" if self.fault in ("sigstop",) else "")
                 + (f" stale={self.stale_mode}" if self.kind == "stale" else ""))
@@ -122,6 +124,7 @@ def make_plan(seed: int, kind: str | None = None, fault: str | None = None, stor
     return Plan(seed=seed, kind=kind, fault=fault, stories=stories, crawlers=crawlers,
                 distributed=crawlers > 1 and rng.random() < 0.4, concurrent=concurrent,
                 per_domain=rng.choice([1, 2, concurrent]), workers=rng.choice([0, 1]),
+                store_threads=random.Random(f"threads-{seed}").choice([1, 2, 4, 8]),   # apart: other draws stay
                 batch=rng.choice([1, 4, 16, 100]), batch_ms=rng.choice([0, 0, 20, 100]),
                 retry_seconds=rng.choice([0.5, 2.0]), order_seed=rng.randrange(1 << 30),
                 delay=rng.choice([0.0, 0.01, 0.03]), trigger=trigger, hold=round(rng.uniform(0.5, 3.0), 2),
