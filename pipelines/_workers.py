@@ -44,20 +44,25 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def worker_count(settings: Any, name: str) -> int:
-    """A workers setting as a number: "auto" is 1 with two or more usable CPUs, else 0 (inline); a bad value
-    raises CrawlCannotStart (nothing fetched yet)."""
+def count_setting(settings: Any, name: str, auto: Callable[[int], int], minimum: int, what: str) -> int:
+    """A count setting as a number: "auto" is auto(usable CPUs); below `minimum` or not a whole number raises
+    CrawlCannotStart naming `what` is wanted (nothing fetched yet)."""
     value = settings.get(name, getattr(defaults, name))
     if str(value).strip().lower() == "auto":
-        return 1 if usable_cpus() >= 2 else 0
+        return auto(usable_cpus())
     try:
         count = int(value)
     except (TypeError, ValueError):
-        count = -1
-    if count < 0:
-        raise CrawlCannotStart(f"bad setting {name}={value!r}: give a number of worker processes "
-                               "(0 = in the crawler) or auto")
+        count = minimum - 1
+    if count < minimum:
+        raise CrawlCannotStart(f"bad setting {name}={value!r}: give a number of {what} or auto")
     return count
+
+
+def worker_count(settings: Any, name: str) -> int:
+    """A workers setting as a number: "auto" is 1 with two or more usable CPUs, else 0 (inline)."""
+    return count_setting(settings, name, lambda cpus: 1 if cpus >= 2 else 0, 0,
+                         "worker processes (0 = in the crawler)")
 
 
 def process_cpu_seconds(pid: int) -> float:

@@ -172,17 +172,8 @@ def store_threads(settings: Any) -> int:
     """ZHDEDUP_STORE_THREADS as a number: "auto" is 2 with up to two usable CPUs (the decisions wait on round
     trips, but each thread more asks the crawler's GIL too: 2 crawled 7% faster than 4 on 2 cores,
     docs/performance.md), else 4; a bad value raises CrawlCannotStart (nothing fetched yet)."""
-    value = settings.get("ZHDEDUP_STORE_THREADS", defaults.ZHDEDUP_STORE_THREADS)
-    if str(value).strip().lower() == "auto":
-        return 2 if _workers.usable_cpus() <= 2 else 4
-    try:
-        count = int(value)
-    except (TypeError, ValueError):
-        count = 0
-    if count < 1:
-        raise CrawlCannotStart(f"bad setting ZHDEDUP_STORE_THREADS={value!r}: give a number of threads (1 or more) "
-                               "or auto")
-    return count
+    return _workers.count_setting(settings, "ZHDEDUP_STORE_THREADS", lambda cpus: 2 if cpus <= 2 else 4, 1,
+                                  "threads (1 or more)")
 
 
 class _StoreHolder:
