@@ -4,7 +4,8 @@ Extraction (ZHDEDUP_EXTRACT_WORKERS) and fingerprinting (ZHDEDUP_FINGERPRINT_WOR
 the same processes; the pool has as many as the larger of the two settings asks for. "auto" (the default)
 is one worker on a machine with two or more CPUs: the crawler is bound to one core by the GIL, so the work
 pays on the other (docs/performance.md). A pool that breaks (a worker killed) is said once in the log and
-the work goes on in the crawler process: nothing is lost. Workers end with their crawler however it ends
+the work goes on in the crawler process: nothing is lost. Each worker is reached through one socket that the
+event loop reads and writes (`Channel`; the worker's side is pipelines/worker_process.py). Workers end with their crawler however it ends
 (SIGKILL, OOM kill): each watches the crawler's pid and exits when it is gone, and with the last worker the
 forkserver and multiprocessing's resource tracker see their pipes close and exit too (issue 31).
 """
@@ -14,11 +15,10 @@ import asyncio
 import logging
 import multiprocessing
 import os
-import select
+import pickle
+import socket
 import threading
-import time
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections import deque
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -27,13 +27,14 @@ from scrapy import signals
 from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines import stats as st
 from pipelines.errors import CrawlCannotStart
+from pipelines.worker_process import HEADER, frame, serve
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 _ATTR = "_zhdedup_workers"
 SETTINGS = ("ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS")
-POLL_SECONDS = 0.5      # how often a worker checks on its crawler where the OS has no pidfd
-ORPHAN_EXIT = 3         # exit code of a worker whose crawler is gone
+READ_BYTES = 1 << 20    # most bytes read from a worker's socket at once
+CLOSE_SECONDS = 5.0     # how long a closing pool waits for a worker to exit before it kills it
 
 
 def usable_cpus() -> int:
@@ -74,54 +75,142 @@ def process_cpu_seconds(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def watch_crawler(pid: int) -> None:
-    """Worker initializer: exit when the crawler (pid) ends, so a killed crawler leaves no worker behind
-    (with forkserver the worker's parent is the forkserver, so the crawler's pid is passed in)."""
-    threading.Thread(target=_exit_after, args=(pid,), name="zhdedup-crawler-watch", daemon=True).start()
+class WorkerGone(Exception):
+    """A worker process ended (killed, or its socket closed) before it answered."""
 
 
-def _exit_after(pid: int) -> None:
-    """Wait for pid to end, then end this process at once (no cleanup: nobody is left to hand results to)."""
-    wait_for_exit(pid)
-    os._exit(ORPHAN_EXIT)
+class Channel:
+    """The crawler's end of one worker's socket, driven by the event loop: calls leave without blocking (what
+    the socket does not take waits in a buffer), answers come back in order through a reader callback. No
+    thread of its own: ProcessPoolExecutor's wake-up pipe, manager and feeder threads cost the crawler's GIL
+    about 0.2 ms a page (docs/performance.md)."""
 
+    def __init__(self, sock: socket.socket, process: Any) -> None:
+        self.sock = sock
+        self.process = process
+        self.pending: deque[asyncio.Future] = deque()
+        self.outbox = bytearray()
+        self.inbox = bytearray()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.gone: WorkerGone | None = None
+        self.lock = threading.Lock()   # warm-ups may be written from the early-start thread
 
-def wait_for_exit(pid: int) -> None:
-    """Block until process pid has ended: on a pidfd where the OS has them (no polling), else by polling."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    except (AttributeError, OSError):
-        _poll_until_gone(pid)
-        return
-    try:
-        _wait_readable(fd)
-    except OSError:
-        _poll_until_gone(pid)
-    finally:
-        os.close(fd)
+    def warm(self, fn: Callable[[], None]) -> None:
+        """Send a call nobody waits for (from any thread): before the channel is on a loop, written at once."""
+        data = frame(pickle.dumps((False, fn, ()), pickle.HIGHEST_PROTOCOL))
+        with self.lock:
+            if self.loop is None or self.loop.is_closed():
+                self.sock.setblocking(True)
+                self.sock.sendall(data)
+                self.sock.setblocking(self.loop is None)
+                return
+        self.loop.call_soon_threadsafe(self._write, data)
 
+    def call(self, fn: Callable[..., T], args: tuple) -> "asyncio.Future[T]":
+        """Send fn(*args) to the worker; the future gets its answer (or WorkerGone)."""
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop:
+            self._bind(loop)
+        future = loop.create_future()
+        if self.gone is not None:
+            future.set_exception(self.gone)
+            return future
+        self.pending.append(future)
+        self._write(frame(pickle.dumps((True, fn, args), pickle.HIGHEST_PROTOCOL)))
+        return future
 
-def _wait_readable(fd: int) -> None:
-    """Block until fd is readable (a pidfd is once its process has ended); poll(), as select() is limited
-    to fds below FD_SETSIZE (Linux, the one OS with pidfds, always has poll)."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    while not poller.poll():
-        pass
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Read and write through `loop` from now on (a new loop, as in tests, takes over from a closed one)."""
+        with self.lock:
+            self._unbind()
+            self.loop = loop
+            self.sock.setblocking(False)
+            if self.gone is None:
+                loop.add_reader(self.sock.fileno(), self._readable)
+                if self.outbox:
+                    loop.add_writer(self.sock.fileno(), self._flush)
 
+    def _unbind(self) -> None:
+        """Stop watching the socket on the loop it was on (if that loop still runs)."""
+        if self.loop is not None and not self.loop.is_closed() and self.sock.fileno() >= 0:
+            self.loop.remove_reader(self.sock.fileno())
+            self.loop.remove_writer(self.sock.fileno())
 
-def _poll_until_gone(pid: int) -> None:
-    """Return once kill(pid, 0) says no such process (for systems without pidfd_open)."""
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+    def _write(self, data: bytes) -> None:
+        """Send what the socket takes now; keep the rest for when it is writable."""
+        if self.gone is not None:
             return
-        except PermissionError:
-            pass
-        time.sleep(POLL_SECONDS)
+        if self.outbox:
+            self.outbox += data
+            return
+        try:
+            sent = self.sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            self._lost(f"cannot write to it: {exc}")
+            return
+        if sent < len(data):
+            self.outbox += data[sent:]
+            self.loop.add_writer(self.sock.fileno(), self._flush)
+
+    def _flush(self) -> None:
+        """Writable again: send more of the buffer."""
+        try:
+            sent = self.sock.send(self.outbox)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._lost(f"cannot write to it: {exc}")
+            return
+        del self.outbox[:sent]
+        if not self.outbox:
+            self.loop.remove_writer(self.sock.fileno())
+
+    def _readable(self) -> None:
+        """Answers arrived: hand each complete one to the oldest waiting call."""
+        try:
+            data = self.sock.recv(READ_BYTES)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._lost(f"cannot read from it: {exc}")
+            return
+        if not data:
+            self._lost(f"process {self.process.pid} closed its socket (exit code {self.process.exitcode})")
+            return
+        self.inbox += data
+        while len(self.inbox) >= HEADER.size:
+            size = HEADER.unpack_from(self.inbox)[0]
+            if len(self.inbox) < HEADER.size + size:
+                break
+            ok, value = pickle.loads(self.inbox[HEADER.size:HEADER.size + size])
+            del self.inbox[:HEADER.size + size]
+            self._answer(ok, value)
+
+    def _answer(self, ok: bool, value: Any) -> None:
+        future = self.pending.popleft()
+        if future.done():   # cancelled: its caller has gone on
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def _lost(self, why: str) -> None:
+        """The worker is gone: every waiting call gets WorkerGone (its caller does the work itself)."""
+        self.gone = WorkerGone(why)
+        self._unbind()
+        while self.pending:
+            future = self.pending.popleft()
+            if not future.done():
+                future.set_exception(self.gone)
+
+    def close(self) -> None:
+        """Close the crawler's end (the worker reads end of stream and exits); waiting calls get WorkerGone."""
+        if self.gone is None:
+            self._lost("the pool was closed")
+        self.sock.close()
 
 
 class WorkerPool:
@@ -131,11 +220,20 @@ class WorkerPool:
     def __init__(self, size: int, stats: Any = None) -> None:
         self.size = size
         self.stats = stats
-        self.executor: ProcessPoolExecutor | None = None
+        self.channels: list[Channel] = []
         self.broken = False
         self.warmed: set[Callable[[], None]] = set()
         self.lock = threading.Lock()   # started from the early-start thread and from open_spider
         self.closed = False   # closed once: a start still on its way (early start) starts nothing
+
+    @property
+    def started(self) -> bool:
+        """Whether worker processes are running for this pool."""
+        return bool(self.channels)
+
+    def pids(self) -> list[int]:
+        """The worker processes' pids."""
+        return [channel.process.pid for channel in self.channels]
 
     def start(self, warm_up: Callable[[], None]) -> None:
         """Start the processes (if not yet) and run warm_up in each (once per warm_up), before the first
@@ -146,20 +244,20 @@ class WorkerPool:
             if warm_up in self.warmed or self.closed:
                 return
             self.warmed.add(warm_up)
-            if self.executor is None:  # not fork: the crawler's store threads may hold locks a fork would copy
-                self.executor = ProcessPoolExecutor(max_workers=self.size, mp_context=_context(),
-                                                    initializer=watch_crawler, initargs=(os.getpid(),))
-            for _ in range(self.size):
-                self.executor.submit(warm_up)
+            if not self.channels:   # not fork: the crawler's store threads may hold locks a fork would copy
+                self.channels = [_spawn(_context()) for _ in range(self.size)]
+            for channel in self.channels:
+                channel.warm(warm_up)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """fn(*args) in a worker process, or here when there is no (working) pool."""
-        if self.executor is None or self.broken:
+        if not self.channels or self.broken:
             return fn(*args)
+        channel = min(self.channels, key=lambda c: len(c.pending))
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
-        except BrokenProcessPool as exc:
-            if not self.broken:
+            return await channel.call(fn, args)
+        except WorkerGone as exc:
+            if not self.broken and not self.closed:
                 logger.warning("worker processes stopped (%s): the crawler process does their work from now on",
                                exc)
             self.broken = True
@@ -170,13 +268,31 @@ class WorkerPool:
         reads its state from a parent gone: a traceback on the console)."""
         with self.lock:
             self.closed = True
-            executor, self.executor = self.executor, None
+            channels, self.channels = self.channels, []
             self.warmed.clear()
-        if executor is not None:
-            cpu = sum(process_cpu_seconds(pid) for pid in list(executor._processes or {}))
-            if self.stats is not None:
-                self.stats.inc_value(st.WORKERS_CPU_MS, round(cpu * 1000))
-            executor.shutdown(wait=True, cancel_futures=True)
+        if not channels:
+            return
+        cpu = sum(process_cpu_seconds(channel.process.pid) for channel in channels)
+        if self.stats is not None:
+            self.stats.inc_value(st.WORKERS_CPU_MS, round(cpu * 1000))
+        for channel in channels:
+            channel.close()
+        for channel in channels:
+            channel.process.join(CLOSE_SECONDS)
+            if channel.process.is_alive():
+                channel.process.kill()
+                channel.process.join()
+
+
+def _spawn(context: Any) -> Channel:
+    """One worker process with a socket to it."""
+    ours, theirs = socket.socketpair()
+    process = context.Process(target=serve, args=(theirs, os.getpid()), name="zhdedup-worker", daemon=True)
+    try:
+        process.start()
+    finally:
+        theirs.close()
+    return Channel(ours, process)
 
 
 def _context() -> Any:
@@ -185,7 +301,7 @@ def _context() -> Any:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["pipelines._worker_tasks"])
+    context.set_forkserver_preload(["pipelines.worker_process", "pipelines._worker_tasks"])
     return context
 
 

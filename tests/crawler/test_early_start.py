@@ -78,7 +78,7 @@ def test_the_worker_processes_module_imports_neither_scrapy_nor_itemadapter():
     import subprocess
     import sys
 
-    code = ("import sys, pipelines._worker_tasks; "
+    code = ("import sys, pipelines._worker_tasks, pipelines.worker_process; "
             "print(sorted(m for m in ('scrapy', 'itemadapter', 'twisted') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -97,14 +97,15 @@ def test_worker_processes_end_with_the_crawl_however_it_ended():
     crawler = get_crawler(Spider, {"ZHDEDUP_FINGERPRINT_WORKERS": 1})
     pool = pool_for(crawler)
     pool.start(warm_up_fingerprint)
-    pids = list(pool.executor._processes or {})
+    pids = pool.pids()
+    assert pids
     stop_workers(crawler)
-    assert pool.executor is None
+    assert not pool.started
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     pool.start(warm_up_fingerprint)   # the early-start thread, late
-    assert pool.executor is None
+    assert not pool.started
 
 
 def modules_after(code: str, watched: tuple[str, ...]) -> list[str]:

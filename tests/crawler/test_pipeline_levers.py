@@ -93,7 +93,7 @@ def test_extraction_and_fingerprints_in_workers_equal_inline():
             _run(ex, {"url": "http://a.example/x.png", "body": b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "headers": {}})
         assert crawler.stats.get_value("extract/dropped/binary") == 1
         crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="done")
-    assert (ex.pool is not None) and ex.pool is fp.pool and ex.pool.executor is None  # shared, shut down
+    assert (ex.pool is not None) and ex.pool is fp.pool and not ex.pool.started  # shared, shut down
     assert results[0]["text"] and results[0] == results[1]
     assert pooled.stats.get_value(WORKERS_CPU_MS, 0) > 0 and inline.stats.get_value(WORKERS_CPU_MS) is None
 
@@ -103,7 +103,7 @@ def test_a_killed_worker_loses_no_page(caplog):
     ex = ExtractPipeline.from_crawler(crawler)
     ex.open_spider()
     first = _run(ex, {"url": "http://a.example/1.html", "body": PAGE.encode(), "headers": {}})
-    for pid in list(ex.pool.executor._processes):
+    for pid in ex.pool.pids():
         os.kill(pid, signal.SIGKILL)
     second = _run(ex, {"url": "http://a.example/2.html", "body": PAGE.encode(), "headers": {}})
     assert second["text"] == first["text"] and ex.pool.broken

@@ -1,0 +1,89 @@
+"""The worker pool's socket: calls of any size answered in order, errors raised where the call was made, a
+worker that dies mid-call loses nothing (real worker processes, forkserver as in a crawl)."""
+from __future__ import annotations
+
+import asyncio
+import operator
+import os
+import signal
+
+import pytest
+
+from pipelines._workers import WorkerPool
+from pipelines._worker_tasks import warm_up_extract
+from pipelines.stats import WORKERS_CPU_MS
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class Stats:
+    """The one stats call the pool makes."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] = self.values.get(key, 0) + count
+
+
+@pytest.fixture
+def pool():
+    pool = WorkerPool(1, Stats())
+    pool.start(warm_up_extract)
+    yield pool
+    pool.close()
+
+
+def test_many_calls_at_once_each_get_their_own_answer(pool):
+    async def go():
+        return await asyncio.gather(*(pool.run(operator.mul, n, 3) for n in range(200)))
+
+    assert asyncio.run(go()) == [3 * n for n in range(200)]
+
+
+def test_calls_and_answers_larger_than_the_socket_buffer(pool):
+    big = bytes(range(256)) * 40_000    # 10 MB each way: the socket takes a few hundred KB at a time
+
+    async def go():
+        return await asyncio.gather(pool.run(bytes.upper, big), pool.run(len, big), pool.run(bytes.upper, b"ab"))
+
+    upper, length, small = asyncio.run(go())
+    assert upper == big.upper() and length == len(big) and small == b"AB"
+
+
+def test_an_error_in_the_worker_is_raised_to_the_caller_and_the_worker_goes_on(pool):
+    async def go():
+        with pytest.raises(ValueError, match="invalid literal"):
+            await pool.run(int, "not a number")
+        return await pool.run(int, "42")
+
+    assert asyncio.run(go()) == 42 and not pool.broken
+
+
+def test_calls_in_flight_when_the_worker_dies_are_done_here(pool, caplog):
+    [pid] = pool.pids()
+
+    async def go():
+        slow = [pool.run(pow, 3, 2_000_000 + n) for n in range(4)]   # busy the worker ~ a second in all
+        await asyncio.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        return await asyncio.gather(*slow)
+
+    results = asyncio.run(go())
+    assert [r % 1_000_003 for r in results] == [pow(3, 2_000_000 + n, 1_000_003) for n in range(4)]
+    assert pool.broken and "worker processes stopped" in caplog.text
+    assert asyncio.run(pool.run(operator.add, 1, 2)) == 3   # from now on here, said once
+
+
+def test_close_stops_the_workers_and_counts_their_cpu():
+    stats = Stats()
+    pool = WorkerPool(2, stats)
+    pool.start(warm_up_extract)
+    pids = pool.pids()
+    assert len(pids) == 2 and asyncio.run(pool.run(operator.neg, 5)) == -5
+    pool.close()
+    assert not pool.started and stats.values[WORKERS_CPU_MS] > 0
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert asyncio.run(pool.run(operator.neg, 6)) == -6   # a closed pool works here
