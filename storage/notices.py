@@ -13,7 +13,7 @@ import pymongo
 
 from .connection import Connection
 from .documents import insert_once, out
-from .schema import new_id, now, to_oid, utc
+from .schema import create_indexes, new_id, now, to_oid, utc
 
 TAKEDOWN_STATES = ("up", "gone")
 NOTICE_INDEXES = {"notices": [([("site", pymongo.ASCENDING), ("created", pymongo.DESCENDING)], False)],
@@ -29,8 +29,7 @@ class Notices:
     def ensure_indexes(self) -> None:
         """The shared indexes plus those of notices and takedowns."""
         for coll, specs in NOTICE_INDEXES.items():
-            for keys, unique in specs:
-                self.conn.db[coll].create_index(keys, unique=unique)
+            create_indexes(self.conn.db[coll], specs)
 
     def unnoticed_confirmed_matches(self, site: str) -> list[dict]:
         """Confirmed matches of a site that no notice covers yet, oldest first."""

@@ -44,16 +44,29 @@ OUTCOMES = ("stored", "unchanged", "duplicate", "skipped", "failed")
 
 
 def ensure_indexes(db: Any) -> None:
-    """Create every index readers and writers rely on (idempotent)."""
+    """Create every index readers and writers rely on (idempotent): one command a collection (a store's open
+    waits on it), one an index where the batch fails."""
     for coll, specs in INDEXES.items():
-        for keys, unique in specs:
-            if unique:
-                db[coll].create_index(keys, unique=True)
-                continue
-            try:
-                db[coll].create_index(keys)
-            except OperationFailure as e:  # an equivalent index with another name or options exists
-                log.debug("index %s on %s not created: %s", keys, coll, e)
+        create_indexes(db[coll], specs)
+
+
+def create_indexes(collection: Any, specs: Iterable[tuple[Any, bool]]) -> None:
+    """Create `specs` ((keys, unique) pairs) on a collection in one round trip; when that fails (an
+    equivalent index under another name), one by one: unique ones must build, the others may exist already."""
+    specs = list(specs)
+    try:
+        collection.create_indexes([pymongo.IndexModel(keys, unique=unique) for keys, unique in specs])
+        return
+    except OperationFailure as e:
+        log.debug("indexes on %s not created together: %s", collection.name, e)
+    for keys, unique in specs:
+        if unique:
+            collection.create_index(keys, unique=True)
+            continue
+        try:
+            collection.create_index(keys)
+        except OperationFailure as e:  # an equivalent index with another name or options exists
+            log.debug("index %s on %s not created: %s", keys, collection.name, e)
 
 
 def now() -> dt.datetime:

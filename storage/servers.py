@@ -342,8 +342,9 @@ def ensure_all(var_dir: str | os.PathLike) -> dict[str, ServerInfo]:
     """Start (or find) both embedded servers; two that must start start together (a cold start's wait is
     SecantusDB's, not the sum of both)."""
     var = Path(var_dir).resolve()
-    if sum(not info(var, name).running for name in NAMES) < 2:
-        return {name: ensure(var, name) for name in NAMES}
+    found = {name: info(var, name) for name in NAMES}   # each probed once: a warm start waits on these
+    if sum(not server.running for server in found.values()) < 2:
+        return {name: server if server.running else ensure(var, name) for name, server in found.items()}
     from concurrent.futures import ThreadPoolExecutor
 
     with server_lock(var):

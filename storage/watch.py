@@ -15,7 +15,7 @@ import pymongo
 
 from .connection import Connection
 from .documents import out
-from .schema import new_id, now
+from .schema import create_indexes, new_id, now
 
 WATCH_KINDS = ("auto", "toc", "feed", "sitemap", "page")
 DEFAULT_INTERVAL = 300
@@ -46,8 +46,7 @@ class WatchList:
     def ensure_indexes(self) -> None:
         """The shared indexes plus the watch list's."""
         for coll, specs in WATCH_INDEXES.items():
-            for keys, unique in specs:
-                self.conn.db[coll].create_index(keys, unique=unique)
+            create_indexes(self.conn.db[coll], specs)
 
     # ---- the watch list ----------------------------------------------------------------------------
     def add(self, url: str, interval: float = DEFAULT_INTERVAL, kind: str = "auto",

@@ -174,3 +174,42 @@ def test_save_pages_again_is_idempotent(store):
     docs = [page(store, f"http://a.test/r{i}", _id=store.new_page_id()) for i in range(5)]
     first = store.save_pages(docs)
     assert store.save_pages(docs) == first and store.pages.count_documents({}) == 5
+
+
+def test_indexes_are_made_in_one_command_a_collection_and_survive_an_equivalent_one(store):
+    """The store's open makes each collection's indexes in one round trip; where an equivalent index already
+    exists under another name (made by hand or an older version) the batch fails and each index is tried
+    alone, so the others are still made and the unique ones still hold."""
+    from pymongo import monitoring
+
+    from storage.schema import INDEXES, ensure_indexes
+
+    store.db.pages.drop_indexes()
+    store.db.pages.create_index("site", name="by_site_made_by_hand")
+
+    class Count(monitoring.CommandListener):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def started(self, event) -> None:
+            self.names.append(event.command_name)
+
+        def succeeded(self, event) -> None:
+            pass
+
+        def failed(self, event) -> None:
+            pass
+
+    import pymongo
+    count = Count()
+    client = pymongo.MongoClient(store.mongo_uri, event_listeners=[count])
+    try:
+        ensure_indexes(client[store.db.name])
+    finally:
+        client.close()
+    pages = store.db.pages.index_information()
+    assert "by_site_made_by_hand" in pages and pages["url_1"].get("unique")
+    assert {"canonical_url_1", "content_hash_1", "fp_version_1"} <= set(pages)
+    others = len(INDEXES) - 1
+    assert count.names.count("createIndexes") == others + 1 + len(INDEXES["pages"])  # pages: batch, then one by one
+    ensure_indexes(store.db)   # idempotent
