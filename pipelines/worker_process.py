@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import select
+import signal
 import socket
 import struct
 import threading
@@ -29,7 +30,9 @@ def frame(payload: bytes) -> bytes:
 
 
 def serve(sock: socket.socket, crawler_pid: int) -> None:
-    """The worker's main loop (a Process target): answer calls until the crawler closes its end."""
+    """The worker's main loop (a Process target): answer calls until the crawler closes its end. Ctrl-C in a
+    terminal reaches the whole process group: the crawler stops gracefully and still needs its workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     watch_crawler(crawler_pid)
     sock.setblocking(True)
     while True:

@@ -60,6 +60,14 @@ def test_an_error_in_the_worker_is_raised_to_the_caller_and_the_worker_goes_on(p
     assert asyncio.run(go()) == 42 and not pool.broken
 
 
+def test_ctrl_c_in_the_terminal_leaves_the_workers_to_the_crawler(pool):
+    """SIGINT goes to the whole foreground process group; the crawler then closes gracefully and its pages in
+    the pipelines still go to the worker."""
+    [pid] = pool.pids()
+    os.kill(pid, signal.SIGINT)
+    assert asyncio.run(pool.run(operator.mul, 6, 7)) == 42 and not pool.broken and pool.pids() == [pid]
+
+
 def test_calls_in_flight_when_the_worker_dies_are_done_here(pool, caplog):
     [pid] = pool.pids()
 
