@@ -1,8 +1,10 @@
-"""Spider middlewares of the project: crawl limits that say what they cut."""
+"""Middlewares of the project: crawl limits that say what they cut, and robots.txt read once a site."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
+from scrapy.exceptions import NotConfigured
 from scrapy.spidermiddlewares.depth import DepthMiddleware
 
 from crawler.outcomes import page_outcome
@@ -23,3 +25,43 @@ class RecordedDepthMiddleware(DepthMiddleware):
                 detail=f"link from {response.url} at depth {request.meta.get('depth')} > DEPTH_LIMIT={self.maxdepth}",
                 fetched=False)
         return kept
+
+
+class RobotsTxtReuse:
+    """Downloader middleware: the spider's own request for a site's robots.txt (it reads the Sitemap: lines)
+    is answered with the robots.txt Scrapy's RobotsTxtMiddleware fetched moments before, instead of a second
+    download of the same file (one request and one politeness delay less per site). Off without
+    ROBOTSTXT_OBEY: nothing fetches robots.txt then but the spider."""
+
+    MAX_BYTES = 512 * 1024   # a robots.txt kept for the spider; Google reads at most 500 KiB of one
+
+    def __init__(self) -> None:
+        self.fetched: dict[str, Any] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> "RobotsTxtReuse":
+        """NotConfigured unless ROBOTSTXT_OBEY (only then does Scrapy fetch robots.txt itself)."""
+        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured
+        return cls()
+
+    def process_request(self, request: Any, spider: Any = None) -> Any:
+        """The fetched robots.txt for a request of the spider's to it (passed RobotsTxtMiddleware, so the
+        middleware's own fetch of that site is over); None (download it) for everything else."""
+        if request.meta.get("dont_obey_robotstxt") or not _is_robots(request.url):
+            return None
+        response = self.fetched.get(request.url)
+        return response.replace(request=request, flags=[*response.flags, "reused"]) if response else None
+
+    def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
+        """Keep the robots.txt RobotsTxtMiddleware fetched (its request carries dont_obey_robotstxt), whatever
+        its status: a 404 answers the spider as a second download would."""
+        if request.meta.get("dont_obey_robotstxt") and _is_robots(request.url) \
+                and len(response.body) <= self.MAX_BYTES:
+            self.fetched[request.url] = response
+        return response
+
+
+def _is_robots(url: str) -> bool:
+    """Whether url is a site's /robots.txt (no query)."""
+    return urlsplit(url).path == "/robots.txt" and "?" not in url

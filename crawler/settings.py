@@ -97,6 +97,9 @@ ITEM_PIPELINES = {
 # The pipelines' settings (EXTRACT_*, ZHDEDUP_SIMHASH_K and the dedup levers, ZHDEDUP_STORE*, the worker
 # processes, ZHDEDUP_INFRINGEMENT ...) are declared with their defaults in pipelines/settings.py:
 from pipelines.settings import *  # noqa: E402,F401,F403
+# the spider's request for a site's robots.txt (for its Sitemap: lines) answered with the one Scrapy's
+# RobotsTxtMiddleware (100) fetched: one download and one politeness delay less per site
+DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.RobotsTxtReuse": 101}
 # Scrapy's depth limit, but links it cuts are counted and recorded as skipped (depth_limit)
 SPIDER_MIDDLEWARES = {"scrapy.spidermiddlewares.depth.DepthMiddleware": None,
                       "crawler.middlewares.RecordedDepthMiddleware": 900}

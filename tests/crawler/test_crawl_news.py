@@ -94,6 +94,12 @@ def test_sitemap_and_feed_are_used(crawled, sites):
     assert sites.hits("x")[x_paths()["sitemap"]] == 1
 
 
+def test_robots_txt_is_downloaded_once_a_site(crawled, sites):
+    """Scrapy's RobotsTxtMiddleware fetches robots.txt; the spider's own request for it (the Sitemap: lines,
+    which still lead to X's sitemap above) is answered from that fetch, not downloaded again."""
+    assert sites.hits("x")["/robots.txt"] == 1 and sites.hits("y")["/robots.txt"] == 1
+
+
 def test_runs_are_recorded_with_counts(crawled):
     """Each crawl leaves a run record with its finish reason and counts."""
     store, _, _ = crawled
