@@ -5,9 +5,10 @@ the same processes; the pool has as many as the larger of the two settings asks 
 is one worker on a machine with two or more CPUs: the crawler is bound to one core by the GIL, so the work
 pays on the other (docs/performance.md). A pool that breaks (a worker killed) is said once in the log and
 the work goes on in the crawler process: nothing is lost. Each worker is reached through one socket that the
-event loop reads and writes (`Channel`; the worker's side is pipelines/worker_process.py). Workers end with their crawler however it ends
-(SIGKILL, OOM kill): each watches the crawler's pid and exits when it is gone, and with the last worker the
-forkserver and multiprocessing's resource tracker see their pipes close and exit too (issue 31).
+event loop reads and writes (`Channel`; the worker's side is pipelines/worker_process.py). Workers end with
+their crawler however it ends (SIGKILL, OOM kill): each watches the crawler's pid and exits when it is gone,
+and with the last worker the forkserver and multiprocessing's resource tracker see their pipes close and
+exit too (issue 31).
 """
 from __future__ import annotations
 
@@ -82,8 +83,8 @@ class WorkerGone(Exception):
 class Channel:
     """The crawler's end of one worker's socket, driven by the event loop: calls leave without blocking (what
     the socket does not take waits in a buffer), answers come back in order through a reader callback. No
-    thread of its own: ProcessPoolExecutor's wake-up pipe, manager and feeder threads cost the crawler's GIL
-    about 0.2 ms a page (docs/performance.md)."""
+    thread of its own: ProcessPoolExecutor's wake-up pipe, manager and feeder threads cost the crawler about
+    1 ms of CPU a page (docs/performance.md, sixth pass)."""
 
     def __init__(self, sock: socket.socket, process: Any) -> None:
         self.sock = sock
@@ -99,10 +100,15 @@ class Channel:
         """Send a call nobody waits for (from any thread): before the channel is on a loop, written at once."""
         data = frame(pickle.dumps((False, fn, ()), pickle.HIGHEST_PROTOCOL))
         with self.lock:
+            if self.gone is not None:
+                return
             if self.loop is None or self.loop.is_closed():
-                self.sock.setblocking(True)
-                self.sock.sendall(data)
-                self.sock.setblocking(self.loop is None)
+                try:
+                    self.sock.setblocking(True)
+                    self.sock.sendall(data)
+                    self.sock.setblocking(self.loop is None)
+                except OSError as exc:   # the worker died before its first page: the pages go inline
+                    self._lost(f"cannot write to it: {exc}")
                 return
         self.loop.call_soon_threadsafe(self._write, data)
 
@@ -186,25 +192,14 @@ class Channel:
                 break
             ok, value = pickle.loads(self.inbox[HEADER.size:HEADER.size + size])
             del self.inbox[:HEADER.size + size]
-            self._answer(ok, value)
-
-    def _answer(self, ok: bool, value: Any) -> None:
-        future = self.pending.popleft()
-        if future.done():   # cancelled: its caller has gone on
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
+            _settle(self.pending.popleft(), ok, value)
 
     def _lost(self, why: str) -> None:
         """The worker is gone: every waiting call gets WorkerGone (its caller does the work itself)."""
         self.gone = WorkerGone(why)
         self._unbind()
         while self.pending:
-            future = self.pending.popleft()
-            if not future.done():
-                future.set_exception(self.gone)
+            _settle(self.pending.popleft(), False, self.gone)
 
     def close(self) -> None:
         """Close the crawler's end (the worker reads end of stream and exits); waiting calls get WorkerGone."""
@@ -282,6 +277,20 @@ class WorkerPool:
             if channel.process.is_alive():
                 channel.process.kill()
                 channel.process.join()
+
+
+def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
+    """Give a waiting call its answer, unless its caller has gone on (cancelled) or its event loop is closed
+    (tests run one loop per call)."""
+    if future.done():
+        return
+    try:
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+    except RuntimeError:
+        logger.debug("an answer for a call of a closed event loop dropped")
 
 
 def _spawn(context: Any) -> Channel:

@@ -95,3 +95,16 @@ def test_close_stops_the_workers_and_counts_their_cpu():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert asyncio.run(pool.run(operator.neg, 6)) == -6   # a closed pool works here
+
+
+def test_a_worker_dead_before_its_first_page_loses_nothing():
+    """Killed between its start and the pipelines' warm-up (the early start began it): the warm-up does not
+    fail the crawl's start, and the pages are done here."""
+    pool = WorkerPool(1)
+    pool.start(warm_up_extract)
+    [pid] = pool.pids()
+    os.kill(pid, signal.SIGKILL)
+    pool.channels[0].process.join(10)
+    pool.start(operator.truth)   # the second warm-up, written to a socket nobody reads any more
+    assert asyncio.run(pool.run(operator.add, 2, 2)) == 4 and pool.broken
+    pool.close()
