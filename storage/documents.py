@@ -47,6 +47,9 @@ def insert_once(collection: Any, docs: list[dict]) -> None:
             raise
 
 
+_NESTED = (dict, list, tuple)
+
+
 def check_keys(doc: Any, path: str = "") -> None:
     """Refuse keys MongoDB cannot store safely (non-str, $-prefixed, NUL)."""
     if isinstance(doc, dict):
@@ -55,10 +58,12 @@ def check_keys(doc: Any, path: str = "") -> None:
                 raise BadDocument(f"field name {key!r} at {path or 'top level'} is not a string")
             if key.startswith("$") or "\0" in key or (key and "." in key):
                 raise BadDocument(f"field name {key!r} at {path or 'top level'} contains '$', '.' or NUL")
-            check_keys(value, f"{path}.{key}" if path else key)
+            if isinstance(value, _NESTED):   # scalars hold no keys: no call (and no path) for each of them
+                check_keys(value, f"{path}.{key}" if path else key)
     elif isinstance(doc, (list, tuple)):
         for i, value in enumerate(doc):
-            check_keys(value, f"{path}[{i}]")
+            if isinstance(value, _NESTED):
+                check_keys(value, f"{path}[{i}]")
 
 
 def check_text(doc: dict, fields: Iterable[str]) -> None:
