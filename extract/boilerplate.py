@@ -253,9 +253,14 @@ TAIL_MARK = re.compile(
 LABEL_MAX = 16               # a column label above a tail (重点推荐, 证券要闻) is at most this long
 
 
+DIGIT = re.compile(r"\d")
+
+
 def is_stamp(line: str) -> bool:
-    """A date-stamped headline line (or a bare date or time) of a recommendation list."""
-    return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line) or is_dated_headline(line))
+    """A date-stamped headline line (or a bare date or time) of a recommendation list (every date of STAMP and
+    DATED_HEADLINE has a digit but 刚刚: a line without one is skipped before the two patterns)."""
+    return len(line) <= STAMP_LINE_MAX and ("刚刚" in line or bool(DIGIT.search(line))) \
+        and bool(STAMP.search(line) or is_dated_headline(line))
 
 
 # A forum thread's reply list: "标题【作者】08-11 16:58 138字 [140/0]" (several may share one line).
@@ -272,11 +277,14 @@ def running_chars(line: str) -> int:
 
 WIDGET_REPEAT = 3            # a short line seen this many times in a body is a per-item widget (← 返回, 回复)
 WIDGET_KEY = re.compile(r"[\u4e00-\u9fff]{2,8}")   # ... of 2-8 Chinese characters (not code, not a lone character)
+NINE_WORDS = re.compile(r"[^\W_](?:[\W_]*[^\W_]){8}")
 
 
 def widget_key(line: str) -> str:
     """A line's words without punctuation and arrows ('← 返回......' -> '返回'); '' for a line too long to be a
     widget or a bare number."""
+    if len(line) > 8 and NINE_WORDS.search(line):
+        return ""   # nine word characters are never a key of 2-8: a paragraph is not scanned whole
     key = re.sub(r"[\W_]+", "", line)
     return key if WIDGET_KEY.fullmatch(key) else ""
 

@@ -66,11 +66,17 @@ CONSENT = re.compile(r"(cookie|隐私).{0,80}(同意|接受)|(同意|接受).{0,
 CONSENT_MAX = 160
 
 
+def is_consent(t: str) -> bool:
+    """A cookie or privacy consent notice (both of CONSENT's branches need 同意 or 接受: two substring tests spare
+    the regex on every other line)."""
+    return len(t) <= CONSENT_MAX and ("同意" in t or "接受" in t) and bool(CONSENT.search(t))
+
+
 def is_closing_line(line: str) -> bool:
     """A line that closes a story on a portal or in an app (打开APP阅读更多, 举报/反馈, 上一篇：…, 标签：…), or the
     site's cookie or privacy consent notice."""
     t = line.strip()
-    return (len(t) <= 60 and bool(CLOSING.match(t))) or (len(t) <= CONSENT_MAX and bool(CONSENT.search(t)))
+    return (len(t) <= 60 and bool(CLOSING.match(t))) or is_consent(t)
 
 
 # A blog post's posting lines under its text: where it was filed and how often read, its trackback address, the
@@ -90,7 +96,7 @@ def is_page_notice(line: str) -> bool:
     """A notice of the site, never of a story (a consent notice, a forum program's footer): it ends the body however
     much text follows it (a language-switch prompt in three languages)."""
     t = line.strip()
-    return (len(t) <= CONSENT_MAX and bool(CONSENT.search(t))) or is_software_footer(t)
+    return is_consent(t) or is_software_footer(t)
 
 
 # A byline as Taiwan sites write it: 記者林悅／南市報導, 社會中心／綜合報導 (read through the simplified view).
