@@ -349,7 +349,10 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):
         return text, "trafilatura", density, lines
-    alt = "\n".join(drop_link_runs(clean(second_opinion(tree), anchors).split("\n"), anchors))
+    raw_alt = second_opinion(tree)
+    if not alt_can_win(raw_alt, text, density):
+        return text, "trafilatura", density, lines
+    alt = "\n".join(drop_link_runs(clean(raw_alt, anchors).split("\n"), anchors))
     if not alt or is_footer(alt):
         return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)
@@ -362,6 +365,16 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
             return text, "trafilatura", density, lines
         return alt, "density", alt_density, lines
     return text, "trafilatura", density, lines
+
+
+def alt_can_win(raw_alt: list[str], text: str, density: float) -> bool:
+    """Whether the second opinion could replace `text` (body_from's tests, with the raw lines' length as an upper bound
+    of the cleaned alternative's: the filter only takes characters away): a block too short to win is not cleaned."""
+    if not raw_alt:
+        return False
+    if density >= 0.5 or is_footer(text):
+        return True
+    return sum(visible_len(line) for line in raw_alt) >= 0.25 * max(1, visible_len(text))
 
 
 def bigrams(text: str) -> set[str]:

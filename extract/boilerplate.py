@@ -33,7 +33,7 @@ from extract.calendars import drop_calendars
 from extract.pagehead import FOOTER, is_head_chrome, is_headline, trim_nav_runs  # noqa: F401 (trim_nav_runs: API)
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
                           is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
-                          is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start,
+                          is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start, PERIOD_MAX,
                           mark_headline_links, teaser_list_starts)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
@@ -302,10 +302,17 @@ def repeated_widgets(lines: list[str]) -> set[str]:
 
 
 def tail_starts(lines: list[str]) -> Iterator[int]:
-    """Where a non-body tail may begin: a dated headline run, a labelled numbered headline list, an inline
-    related list, a closing line or the first of a widget repeated under every post."""
-    widgets = repeated_widgets(lines)
+    """Where a non-body tail may begin: a list of linked teasers, then line_tail_starts."""
     yield from teaser_list_starts(lines)
+    yield from line_tail_starts(lines)
+
+
+def line_tail_starts(lines: list[str]) -> Iterator[int]:
+    """Where a non-body tail may begin, found top-down: a dated headline run, a labelled numbered headline list, an
+    inline related list, a closing line or the first of a widget repeated under every post.  A start found at line i
+    is never above i - PERIOD_MAX (item_start: a dated list's first headline), so after a start s the later ones are
+    all at s - PERIOD_MAX or below it (cut_tail stops there)."""
+    widgets = repeated_widgets(lines)
     i = 1
     while i < len(lines):
         line = lines[i]
@@ -339,10 +346,17 @@ def cut_tail(lines: list[str]) -> list[str]:
     before = [0]
     for line in lines:
         before.append(before[-1] + running_chars(line))
-    for at in sorted(set(tail_starts(lines))):
-        if before[at] >= max(1, before[-1] - before[at]) or (before[at] and is_page_notice(lines[at])):
-            return lines[:tail_labels(lines, at)]
-    return lines
+
+    def ends(at: int) -> bool:
+        return before[at] >= max(1, before[-1] - before[at]) or bool(before[at] and is_page_notice(lines[at]))
+
+    best = next((at for at in sorted(set(teaser_list_starts(lines))) if ends(at)), None)
+    for at in line_tail_starts(lines):   # the lines below a tail are not read (a long page's references, navboxes)
+        if best is not None and at - PERIOD_MAX > best:
+            break
+        if (best is None or at < best) and ends(at):
+            best = at
+    return lines if best is None else lines[:tail_labels(lines, best)]
 
 
 TAIL_LABELS = 6              # at most this many column labels above a tail belong to it
