@@ -417,6 +417,20 @@ def is_rights_line(line: str) -> bool:
     return len(line) <= CREDIT_LINE_MAX and bool(RIGHTS.match(line.strip()))
 
 
+# A forum reply's line about the post it answers: 原标题:【TITLE】是大卫在2005年8月12日16:10:13发表 -- who posted it and
+# when is no part of a headline.
+POSTED = re.compile(r"(?:\s*(?:是|由)\s*|\s+)[^\s，。【】\[\]“”]{1,20}?\s*(?:在|于)\s*\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?"
+                    r"\s*\d{1,2}:\d{2}(?::\d{2})?\s*(?:发表|发布|发帖|发贴|回复)?\s*$")
+BRACKETED = re.compile(r"^[【\[]([^【】\[\]]+)[】\]]$")
+
+
+def headline_of(value: str) -> str:
+    """An original-title value without a forum's poster clause behind it and the brackets around what is left."""
+    value = POSTED.sub("", value.strip()).strip()
+    m = BRACKETED.match(value)
+    return m.group(1).strip() if m else value
+
+
 def credit_fields(lines: list[str]) -> dict[str, str]:
     """原标题 / 来源 / 责任编辑 values from the credit lines around a body, so they move into fields when the
     boilerplate filter takes the lines out of the text (the first value of each kind)."""
@@ -428,7 +442,7 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
         for name, pattern in CREDITS:
             m = pattern.search(line)
             if m and name not in out:
-                out[name] = m.group(1).strip()
+                out[name] = m.group(1).strip() if name != "original_title" else headline_of(m.group(1))
         if "source" not in out and dateline_source(line):   # SITE 2005年3月11日12:12 来源：[ 人民网 ]
             out["source"] = dateline_source(line)
     return out
