@@ -34,7 +34,7 @@ from extract.pagehead import FOOTER, is_head_chrome, is_headline, trim_nav_runs 
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
                           is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
                           is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start, PERIOD_MAX,
-                          mark_headline_links, teaser_list_starts)
+                          mark_headline_links, repeated_widgets, teaser_list_starts, widget_key)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -99,12 +99,12 @@ def has_junk(text: str) -> bool:
 
 CREDIT_WORDS = re.compile(
     r"(责任编辑|责编|编辑|作者|记者|通讯员|采写|撰文|校对|审核|审校|监制|统筹|摄影|摄像|制作|编译|供稿|"
-    r"来源|稿源|出处|原创|执笔|文/|图/|文／)")
+    r"来源|稿源|出处|原创|执笔|实习生|文/|图/|文／)")
 EDGE = [re.compile(p) for p in (
     r"^[（(【\[]?\s*(本文|文章)?(来源|稿源|出处|作者|编辑|责任编辑|责编|记者|通讯员|采写|撰文|校对|"
     r"审核|审校|监制|统筹|摄影|摄像|制作|编译|原创|执笔|文|图)\s*[:：|｜/／ ]",
     r"^[（(【\[]?\s*(本文|文章)?(来源|作者)",
-    r"^.{0,16}(记者|通讯员|作者)\s*[\u4e00-\u9fffA-Za-z·]{2,8}(\s+[\u4e00-\u9fff]{2,4})*$",
+    r"^.{0,16}(记者|通讯员|作者|实习生)\s*[\u4e00-\u9fffA-Za-z·]{2,8}(\s+[\u4e00-\u9fff]{2,4})*$",
     r"(供稿|摄影[/／:：]|编辑[/／:：]|责任编辑[:：])",
     r"^来源[:：]网络$",
     r"^\d{4}[-年/.]\d{1,2}[-月/.]\d{1,2}日?\s*\d{1,2}:\d{2}(:\d{2})?(\s|$)",
@@ -275,32 +275,6 @@ def running_chars(line: str) -> int:
     return len(line)
 
 
-WIDGET_REPEAT = 3            # a short line seen this many times in a body is a per-item widget (← 返回, 回复)
-WIDGET_KEY = re.compile(r"[\u4e00-\u9fff]{2,8}")   # ... of 2-8 Chinese characters (not code, not a lone character)
-NINE_WORDS = re.compile(r"[^\W_](?:[\W_]*[^\W_]){8}")
-
-
-def widget_key(line: str) -> str:
-    """A line's words without punctuation and arrows ('← 返回......' -> '返回'); '' for a line too long to be a
-    widget or a bare number."""
-    if len(line) > 8 and NINE_WORDS.search(line):
-        return ""   # nine word characters are never a key of 2-8: a paragraph is not scanned whole
-    key = re.sub(r"[\W_]+", "", line)
-    return key if WIDGET_KEY.fullmatch(key) else ""
-
-
-def repeated_widgets(lines: list[str]) -> set[str]:
-    """Keys of the short lines repeated WIDGET_REPEAT+ times: a reply or back button under every post of a thread."""
-    counts: dict[str, int] = {}
-    previous = ""
-    for line in lines:
-        key = widget_key(line)
-        if key and key != previous:   # under every post: other lines between two of them
-            counts[key] = counts.get(key, 0) + 1
-        previous = key
-    return {k for k, n in counts.items() if n >= WIDGET_REPEAT}
-
-
 def tail_starts(lines: list[str]) -> Iterator[int]:
     """Where a non-body tail may begin: a list of linked teasers, then line_tail_starts."""
     yield from teaser_list_starts(lines)
@@ -455,14 +429,24 @@ def drop_leading_menus(lines: list[str], anchors: set[str] | frozenset = frozens
     return [line for i, line in enumerate(lines) if i >= first or not is_head_chrome(line, anchors)]
 
 
+HEAD_TITLES = 2              # a headline and its subtitle may stand above the byline at the body's start
+
+
+def is_title_line(line: str) -> bool:
+    """A headline, or one that asks a question (谁来为无序拆房“埋单”？): no sentence inside it."""
+    return is_headline(line) or is_headline(line.rstrip().rstrip("？?"))
+
+
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     def edge(line: str) -> bool:
         return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
             or is_link_label(line) or is_report_byline(line)
 
-    i = 1 if len(lines) > 2 and is_headline(lines[0]) and edge(lines[1]) else 0   # the headline over its byline
-    while i < min(head, len(lines)) and edge(lines[i]):
+    i = next((k for k in range(1, HEAD_TITLES + 1) if len(lines) > k + 1 and all(map(is_title_line, lines[:k]))
+              and edge(lines[k])), 0)   # the headline (and its subtitle) over its byline
+    limit = head + max(0, i - 1)   # a subtitle does not use up a byline's place
+    while i < min(limit, len(lines)) and edge(lines[i]):
         i += 1
     lines = lines[i:]
     j = len(lines)

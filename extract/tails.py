@@ -125,6 +125,11 @@ EN_DATE_LINE = re.compile(r"^((Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\.?,?\s+)?(Jan|
 EMPTY_META = re.compile(r"^[\u4e00-\u9fff]{0,4}(时间|日期|来源|作者|编辑|字号)\s*[:：]\s*$")   # 发表时间： (its value gone)
 
 
+# A newspaper's dateline: the issue's date and the paper's name, nothing else (2003-7-24 钱江晚报, 人民日报 2005年3月1日).
+OUTLET = r"[\u4e00-\u9fff]{1,10}(?:报|网|社|台|刊|杂志)"
+DATE_OUTLET = re.compile(rf"^(?:{DATE}\s*{OUTLET}|{OUTLET}\s*{DATE})$")
+
+
 def is_dateline(line: str) -> bool:
     """A line above the story that only dates it: a date with a time, or a date with a meta word (来源, 阅读,
     发表于), in a short line without a sentence -- a first paragraph that opens with a date has one; or a date or
@@ -134,7 +139,7 @@ def is_dateline(line: str) -> bool:
         return True
     if not t or len(t) > DATELINE_MAX or DATELINE_PUNCT.search(t):
         return False
-    return bool(DATETIME.search(t) or (re.search(DATE, t) and META_WORD.search(t)))
+    return bool(DATETIME.search(t) or (re.search(DATE, t) and META_WORD.search(t)) or DATE_OUTLET.match(t))
 
 
 DATELINE_SOURCE = re.compile(r"(?:来源|稿源)\s*[:：]\s*[\[【(（]?\s*([^\s\[\]【】()（）:：|｜]{2,30})")
@@ -247,3 +252,29 @@ def item_start(lines: list[str], i: int, stamped) -> int | None:
         return None
     head = lines[start].strip()
     return start if len(head) <= HEADLINE_MAX and not HEADLINE_PUNCT.search(head) else None
+
+
+WIDGET_REPEAT = 3            # a short line seen this many times in a body is a per-item widget (← 返回, 回复)
+WIDGET_KEY = re.compile(r"[\u4e00-\u9fff]{2,8}")   # ... of 2-8 Chinese characters (not code, not a lone character)
+NINE_WORDS = re.compile(r"[^\W_](?:[\W_]*[^\W_]){8}")
+
+
+def widget_key(line: str) -> str:
+    """A line's words without punctuation and arrows ('← 返回......' -> '返回'); '' for a line too long to be a
+    widget or a bare number."""
+    if len(line) > 8 and NINE_WORDS.search(line):
+        return ""   # nine word characters are never a key of 2-8: a paragraph is not scanned whole
+    key = re.sub(r"[\W_]+", "", line)
+    return key if WIDGET_KEY.fullmatch(key) else ""
+
+
+def repeated_widgets(lines: list[str]) -> set[str]:
+    """Keys of the short lines repeated WIDGET_REPEAT+ times: a reply or back button under every post of a thread."""
+    counts: dict[str, int] = {}
+    previous = ""
+    for line in lines:
+        key = widget_key(line)
+        if key and key != previous:   # under every post: other lines between two of them
+            counts[key] = counts.get(key, 0) + 1
+        previous = key
+    return {k for k, n in counts.items() if n >= WIDGET_REPEAT}
