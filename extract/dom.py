@@ -247,8 +247,8 @@ def container_lines(el: Any) -> list[str]:
 def anchor_texts(tree: Any) -> set[str]:
     """Normalised texts of the page's links (to measure how link-dense an extracted body is)."""
     out = set()
-    for a in tree.iter("a"):
-        t = "".join(a.text_content().split())
+    for a in tree.iter("a"):   # most links hold text only: their .text, without text_content()'s XPath call
+        t = "".join(((a.text or "") if len(a) == 0 else a.text_content()).split())
         if len(t) >= 2:
             out.add(t)
     return out
