@@ -55,10 +55,11 @@ SOFTWARE_FOOTER = re.compile(r"^(Powered\s+by\b|Processed\s+in\s+[\d.]+\s*s|查�
 
 
 # Lines a news app or portal puts under every story: an app prompt, the channel it came from, report and
-# correction buttons, a share prompt, the previous/next story, the story's tags.
+# correction buttons, a share prompt, the previous/next story, the story's tags, a newsletter's sign-up prompt.
 CLOSING = re.compile(r"^((打开|下载).{0,12}(APP|App|app|客户端).{0,16}|本文来自.{0,20}(客户端|APP|App|公众号|号)[。.]?|"
                      r"举报|反馈|举报\s*/\s*反馈|纠错|【纠错】|扫一扫.{0,10}|(上一篇|下一篇|上一条|下一条)\s*[:：].{1,40}|"
-                     r"(标签|关键词|文章关键词|关键字|Tags?)\s*[:：].{0,40})$")
+                     r"(标签|关键词|文章关键词|关键字|Tags?)\s*[:：].{0,40}|"
+                     r"[^。！？!?]{0,20}(新闻信|电子报|新闻简报|[Nn]ewsletter)[^。！？!?]{0,20})$")   # a newsletter's sign-up
 
 
 # A site's cookie or privacy consent notice (本网站使用相关技术…隐私声明…代表您同意上述规范).

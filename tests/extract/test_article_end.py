@@ -129,3 +129,14 @@ def test_cut_tail_stopping_early_cuts_where_reading_every_start_cuts() -> None:
         lines = [x for _ in range(rng.randint(1, 30))
                  for x in (rng.choice(items) if rng.random() < 0.2 else [rng.choice(pool)])]
         assert cut_tail(lines) == exhaustive_cut(lines), lines
+
+
+@pytest.mark.parametrize("tail", [["电邮新闻头条新闻就在您的每日新闻信里"], ["订阅我们的Newsletter"], ["网页内容仅为个人意见"],
+                                  ["以上内容仅代表作者个人观点"]])
+def test_a_newsletter_prompt_or_a_personal_opinion_notice_under_the_body_goes(tail: list[str]) -> None:
+    assert clean_lines(BODY + tail) == BODY
+
+
+def test_a_paragraph_that_names_a_newsletter_stays() -> None:
+    lines = BODY + ["该报的电子报每天早上七点发出，订阅人数已经超过十万，编辑部为此增加了两名值班编辑。"]
+    assert clean_lines(lines) == lines
