@@ -15,7 +15,8 @@ otherwise.  Also: readability_zh reference pages (expected.html as gold) and the
 newspaper4k's 3 pages, scored the same way; the twnews Taiwan pages, whose tests assert only one body
 sentence, as a recall check (sentence found or not); the 74 NetEase finance pages (no gold) as a tail
 check: how many bodies keep dated headline lists, related headings or share/disclaimer lines.  Per data set: means, and the pages furthest below
-trafilatura.  Time per page for both extractors in the same run.
+trafilatura.  Time per page (best of --repeat) for the product, trafilatura and the previous code, page by page in
+one run.
 Goals (issue 29): on the report half (sites never tuned on) P and F1 >= 0.98 on the project's own pages,
 P and F1 >= 0.97 on held-out news, F1 >= trafilatura + 0.03 on other public sets with no page more than
 0.10 below trafilatura's F1; time <= 1.0x trafilatura's per page.  (Issue 9: F1 >= 0.95 on the 44 pages.)
@@ -310,12 +311,13 @@ def run(repeat: int, split: str = "all") -> dict:
     rows = []
     pages = [p for p in gold_pages() + novel_pages() if in_split(p[0], split)]
     product(pages[0][1]), plain(pages[0][1]), previous(pages[0][1])  # warm-up: imports, first-call caches
-    for name, raw, gold in pages:
+    for name, raw, gold in pages:   # the three extractors timed page by page, one after the other (same load)
         ours, t_ours = timed(product, raw, repeat)
         base, t_base = timed(plain, raw, repeat)
+        prev, t_prev = timed(previous, raw, repeat)
         rows.append({"page": name, "set": set_of(name), "site": site_of(name), "ours": prf(gold, ours),
-                     "base": prf(gold, base), "prev": prf(gold, previous(raw)), "ms_ours": t_ours, "ms_base": t_base,
-                     "base_empty": not base.strip()})
+                     "base": prf(gold, base), "prev": prf(gold, prev), "ms_ours": t_ours, "ms_base": t_base,
+                     "ms_prev": t_prev, "base_empty": not base.strip()})
     sentences = [twnews_row(name, raw, sentence) for name, raw, sentence in twnews_checks() if in_split(name, split)]
     return {"split": split, "rows": rows, "sentences": sentences, "tails": tail_checks(split),
             "snippets": snippet_checks() if split == "all" else []}
@@ -423,12 +425,13 @@ def report(result: dict, worst: int = 8) -> None:
         if not sel:
             continue
         avg = [statistics.mean(r[k][i] for r in sel) for k in ("ours", "base", "prev") for i in range(3)]
-        t_o, t_b = sum(r["ms_ours"] for r in sel), sum(r["ms_base"] for r in sel)
+        t_o, t_b, t_p = (sum(r[k] for r in sel) for k in ("ms_ours", "ms_base", "ms_prev"))
         worse = sum(r["ours"][2] < r["base"][2] - 0.02 for r in sel)
         far = sum(r["ours"][2] < r["base"][2] - 0.10 for r in sel)
         print(f"\n{label}: {len(sel)} pages, {len({r['site'] for r in sel})} sites")
         print(f"  product      P {avg[0]:.3f} R {avg[1]:.3f} F1 {avg[2]:.3f}   {t_o / len(sel):.1f} ms/page")
-        print(f"  previous     P {avg[6]:.3f} R {avg[7]:.3f} F1 {avg[8]:.3f}   (git {PREVIOUS})")
+        print(f"  previous     P {avg[6]:.3f} R {avg[7]:.3f} F1 {avg[8]:.3f}   {t_p / len(sel):.1f} ms/page = "
+              f"{t_p / t_b:.2f}x trafilatura (git {PREVIOUS})")
         print(f"  trafilatura  P {avg[3]:.3f} R {avg[4]:.3f} F1 {avg[5]:.3f}   {t_b / len(sel):.1f} ms/page")
         both = [r for r in sel if not r.get("base_empty")]   # trafilatura gives up fast on pages it cannot decode
         t_o2, t_b2 = sum(r["ms_ours"] for r in both), sum(r["ms_base"] for r in both)

@@ -134,15 +134,6 @@ def run_trafilatura(tree: lxml.html.HtmlElement, url: str, recall: bool, metadat
     return doc if isinstance(doc, dict) else doc.as_dict()
 
 
-def page_metadata(tree: lxml.html.HtmlElement, url: str) -> dict:
-    """Title (og:title, <h1>, <title>), date (htmldate, quick search), author (<meta>): cheap on purpose.
-
-    trafilatura's own metadata pass costs as much as the extraction (its author search alone ~30 ms on
-    a 163.com page); these three look-ups keep extract() within 1.5x of plain trafilatura.
-    """
-    return {"title": page_title(tree), "date": page_date(tree, url), "author": page_author(tree)}
-
-
 def _meta(tree: lxml.html.HtmlElement, *names: str) -> str | None:
     """The first non-empty content of <meta name|property=NAME> in the order of `names` (one pass over the
     <meta> elements: an XPath per name cost ~1 ms a page)."""
@@ -177,7 +168,11 @@ META_DATE = re.compile(r"^\s*(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})")
 
 
 def page_date(tree: lxml.html.HtmlElement, url: str) -> str | None:
-    """Publication date (YYYY-MM-DD): a publish-date <meta>, else htmldate without its slow extensive search."""
+    """Publication date (YYYY-MM-DD): a publish-date <meta>, else htmldate without its slow extensive search.
+
+    Title, date and author are cheap look-ups on purpose: trafilatura's own metadata pass costs as much as the
+    extraction (its author search alone ~30 ms on a 163.com page).  extract() reads the date only once the page is
+    known to be an article (htmldate is ~10% of an extraction)."""
     return meta_date(tree) or htmldate_date(tree, url)
 
 
@@ -349,7 +344,10 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
     density = max(density, link_density(text, anchors))
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):
         return text, "trafilatura", density, lines
-    alt = "\n".join(drop_link_runs(clean(second_opinion(tree), anchors).split("\n"), anchors))
+    raw_alt = second_opinion(tree)
+    if not alt_can_win(raw_alt, text, density):
+        return text, "trafilatura", density, lines
+    alt = "\n".join(drop_link_runs(clean(raw_alt, anchors).split("\n"), anchors))
     if not alt or is_footer(alt):
         return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)
@@ -362,6 +360,16 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
             return text, "trafilatura", density, lines
         return alt, "density", alt_density, lines
     return text, "trafilatura", density, lines
+
+
+def alt_can_win(raw_alt: list[str], text: str, density: float) -> bool:
+    """Whether the second opinion could replace `text` (body_from's tests, with the raw lines' length as an upper bound
+    of the cleaned alternative's: the filter only takes characters away): a block too short to win is not cleaned."""
+    if not raw_alt:
+        return False
+    if density >= 0.5 or is_footer(text):
+        return True
+    return sum(visible_len(line) for line in raw_alt) >= 0.25 * max(1, visible_len(text))
 
 
 def bigrams(text: str) -> set[str]:
@@ -469,12 +477,12 @@ def extract(body: bytes | str, url: str = "", headers: dict | None = None, profi
     tree = page.tree
     anchors = anchor_texts(tree)
     body_text, method, density, raw_lines = body_from(tree, url, profile, fast, anchors)
-    meta = page_metadata(tree, url)
-    body_text = drop_title_line(body_text, meta["title"])
+    title = page_title(tree)
+    body_text = drop_title_line(body_text, title)
     body_text = edges_stripped(body_text)  # credits under a dropped headline
-    check_body(body_text, meta["title"], min_chars, density, anchors)
+    check_body(body_text, title, min_chars, density, anchors)   # before the date: a list page costs no htmldate
     return ExtractResult(
-        title=meta["title"], text=body_text, date=meta["date"], author=meta["author"],
+        title=title, text=body_text, date=page_date(tree, url), author=page_author(tree),
         language=language_of(tree, body_text), encoding=page.encoding,
         method=method if page.parser == "lxml" else f"{page.parser}+{method}", **credits(raw_lines),
     )

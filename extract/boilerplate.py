@@ -33,8 +33,8 @@ from extract.calendars import drop_calendars
 from extract.pagehead import FOOTER, is_head_chrome, is_headline, trim_nav_runs  # noqa: F401 (trim_nav_runs: API)
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
                           is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
-                          is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start,
-                          mark_headline_links, teaser_list_starts)
+                          is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start, PERIOD_MAX,
+                          mark_headline_links, repeated_widgets, teaser_list_starts, widget_key)
 
 BULLET = re.compile(r"^([-*•·]\s+)+")
 SENTENCE_END = re.compile(r"[。！？!?；;…”」』]$")
@@ -46,6 +46,7 @@ ALWAYS = [re.compile(p) for p in (
     r"网友评论仅供其?表达个人看法",
     r"^(免责声明|特别声明|版权声明)[:：]",
     r"(不代表.{0,12}(观点|立场)|版权归原作者所有|仅供参考，?不构成投资建议)",
+    r"^.{0,12}(内容|言论|文章|观点)仅(为|代表|属|是)?(作者)?个人(意见|观点|看法|立场)[。.]?$",
     r"^(特别声明|声明)$",
     r"^发送邮件至.{0,60}$",
     r"^.{0,20}(扫描|扫码|长按|识别)(下方|以下|上方)?.{0,6}二维码.{0,40}$",
@@ -99,12 +100,12 @@ def has_junk(text: str) -> bool:
 
 CREDIT_WORDS = re.compile(
     r"(责任编辑|责编|编辑|作者|记者|通讯员|采写|撰文|校对|审核|审校|监制|统筹|摄影|摄像|制作|编译|供稿|"
-    r"来源|稿源|出处|原创|执笔|文/|图/|文／)")
+    r"来源|稿源|出处|原创|执笔|实习生|文/|图/|文／)")
 EDGE = [re.compile(p) for p in (
     r"^[（(【\[]?\s*(本文|文章)?(来源|稿源|出处|作者|编辑|责任编辑|责编|记者|通讯员|采写|撰文|校对|"
     r"审核|审校|监制|统筹|摄影|摄像|制作|编译|原创|执笔|文|图)\s*[:：|｜/／ ]",
     r"^[（(【\[]?\s*(本文|文章)?(来源|作者)",
-    r"^.{0,16}(记者|通讯员|作者)\s*[\u4e00-\u9fffA-Za-z·]{2,8}(\s+[\u4e00-\u9fff]{2,4})*$",
+    r"^.{0,16}(记者|通讯员|作者|实习生)\s*[\u4e00-\u9fffA-Za-z·]{2,8}(\s+[\u4e00-\u9fff]{2,4})*$",
     r"(供稿|摄影[/／:：]|编辑[/／:：]|责任编辑[:：])",
     r"^来源[:：]网络$",
     r"^\d{4}[-年/.]\d{1,2}[-月/.]\d{1,2}日?\s*\d{1,2}:\d{2}(:\d{2})?(\s|$)",
@@ -253,9 +254,14 @@ TAIL_MARK = re.compile(
 LABEL_MAX = 16               # a column label above a tail (重点推荐, 证券要闻) is at most this long
 
 
+DIGIT = re.compile(r"\d")
+
+
 def is_stamp(line: str) -> bool:
-    """A date-stamped headline line (or a bare date or time) of a recommendation list."""
-    return len(line) <= STAMP_LINE_MAX and bool(STAMP.search(line) or is_dated_headline(line))
+    """A date-stamped headline line (or a bare date or time) of a recommendation list (every date of STAMP and
+    DATED_HEADLINE has a digit but 刚刚: a line without one is skipped before the two patterns)."""
+    return len(line) <= STAMP_LINE_MAX and ("刚刚" in line or bool(DIGIT.search(line))) \
+        and bool(STAMP.search(line) or is_dated_headline(line))
 
 
 # A forum thread's reply list: "标题【作者】08-11 16:58 138字 [140/0]" (several may share one line).
@@ -270,34 +276,18 @@ def running_chars(line: str) -> int:
     return len(line)
 
 
-WIDGET_REPEAT = 3            # a short line seen this many times in a body is a per-item widget (← 返回, 回复)
-WIDGET_KEY = re.compile(r"[\u4e00-\u9fff]{2,8}")   # ... of 2-8 Chinese characters (not code, not a lone character)
-
-
-def widget_key(line: str) -> str:
-    """A line's words without punctuation and arrows ('← 返回......' -> '返回'); '' for a line too long to be a
-    widget or a bare number."""
-    key = re.sub(r"[\W_]+", "", line)
-    return key if WIDGET_KEY.fullmatch(key) else ""
-
-
-def repeated_widgets(lines: list[str]) -> set[str]:
-    """Keys of the short lines repeated WIDGET_REPEAT+ times: a reply or back button under every post of a thread."""
-    counts: dict[str, int] = {}
-    previous = ""
-    for line in lines:
-        key = widget_key(line)
-        if key and key != previous:   # under every post: other lines between two of them
-            counts[key] = counts.get(key, 0) + 1
-        previous = key
-    return {k for k, n in counts.items() if n >= WIDGET_REPEAT}
-
-
 def tail_starts(lines: list[str]) -> Iterator[int]:
-    """Where a non-body tail may begin: a dated headline run, a labelled numbered headline list, an inline
-    related list, a closing line or the first of a widget repeated under every post."""
-    widgets = repeated_widgets(lines)
+    """Where a non-body tail may begin: a list of linked teasers, then line_tail_starts."""
     yield from teaser_list_starts(lines)
+    yield from line_tail_starts(lines)
+
+
+def line_tail_starts(lines: list[str]) -> Iterator[int]:
+    """Where a non-body tail may begin, found top-down: a dated headline run, a labelled numbered headline list, an
+    inline related list, a closing line or the first of a widget repeated under every post.  A start found at line i
+    is never above i - PERIOD_MAX (item_start: a dated list's first headline), so after a start s the later ones are
+    all at s - PERIOD_MAX or below it (cut_tail stops there)."""
+    widgets = repeated_widgets(lines)
     i = 1
     while i < len(lines):
         line = lines[i]
@@ -331,10 +321,17 @@ def cut_tail(lines: list[str]) -> list[str]:
     before = [0]
     for line in lines:
         before.append(before[-1] + running_chars(line))
-    for at in sorted(set(tail_starts(lines))):
-        if before[at] >= max(1, before[-1] - before[at]) or (before[at] and is_page_notice(lines[at])):
-            return lines[:tail_labels(lines, at)]
-    return lines
+
+    def ends(at: int) -> bool:
+        return before[at] >= max(1, before[-1] - before[at]) or bool(before[at] and is_page_notice(lines[at]))
+
+    best = next((at for at in sorted(set(teaser_list_starts(lines))) if ends(at)), None)
+    for at in line_tail_starts(lines):   # the lines below a tail are not read (a long page's references, navboxes)
+        if best is not None and at - PERIOD_MAX > best:
+            break
+        if (best is None or at < best) and ends(at):
+            best = at
+    return lines if best is None else lines[:tail_labels(lines, best)]
 
 
 TAIL_LABELS = 6              # at most this many column labels above a tail belong to it
@@ -395,6 +392,20 @@ def is_rights_line(line: str) -> bool:
     return len(line) <= CREDIT_LINE_MAX and bool(RIGHTS.match(line.strip()))
 
 
+# A forum reply's line about the post it answers: 原标题:【TITLE】是大卫在2005年8月12日16:10:13发表 -- who posted it and
+# when is no part of a headline.
+POSTED = re.compile(r"(?:\s*(?:是|由)\s*|\s+)[^\s，。【】\[\]“”]{1,20}?\s*(?:在|于)\s*\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?"
+                    r"\s*\d{1,2}:\d{2}(?::\d{2})?\s*(?:发表|发布|发帖|发贴|回复)?\s*$")
+BRACKETED = re.compile(r"^[【\[]([^【】\[\]]+)[】\]]$")
+
+
+def headline_of(value: str) -> str:
+    """An original-title value without a forum's poster clause behind it and the brackets around what is left."""
+    value = POSTED.sub("", value.strip()).strip()
+    m = BRACKETED.match(value)
+    return m.group(1).strip() if m else value
+
+
 def credit_fields(lines: list[str]) -> dict[str, str]:
     """原标题 / 来源 / 责任编辑 values from the credit lines around a body, so they move into fields when the
     boilerplate filter takes the lines out of the text (the first value of each kind)."""
@@ -406,7 +417,7 @@ def credit_fields(lines: list[str]) -> dict[str, str]:
         for name, pattern in CREDITS:
             m = pattern.search(line)
             if m and name not in out:
-                out[name] = m.group(1).strip()
+                out[name] = m.group(1).strip() if name != "original_title" else headline_of(m.group(1))
         if "source" not in out and dateline_source(line):   # SITE 2005年3月11日12:12 来源：[ 人民网 ]
             out["source"] = dateline_source(line)
     return out
@@ -419,14 +430,24 @@ def drop_leading_menus(lines: list[str], anchors: set[str] | frozenset = frozens
     return [line for i, line in enumerate(lines) if i >= first or not is_head_chrome(line, anchors)]
 
 
+HEAD_TITLES = 2              # a headline and its subtitle may stand above the byline at the body's start
+
+
+def is_title_line(line: str) -> bool:
+    """A headline, or one that asks a question (谁来为无序拆房“埋单”？): no sentence inside it."""
+    return is_headline(line) or is_headline(line.rstrip().rstrip("？?"))
+
+
 def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     def edge(line: str) -> bool:
         return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
             or is_link_label(line) or is_report_byline(line)
 
-    i = 1 if len(lines) > 2 and is_headline(lines[0]) and edge(lines[1]) else 0   # the headline over its byline
-    while i < min(head, len(lines)) and edge(lines[i]):
+    i = next((k for k in range(1, HEAD_TITLES + 1) if len(lines) > k + 1 and all(map(is_title_line, lines[:k]))
+              and edge(lines[k])), 0)   # the headline (and its subtitle) over its byline
+    limit = head + max(0, i - 1)   # a subtitle does not use up a byline's place
+    while i < min(limit, len(lines)) and edge(lines[i]):
         i += 1
     lines = lines[i:]
     j = len(lines)

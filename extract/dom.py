@@ -23,6 +23,7 @@ TAG_RE = re.compile(r"<[^>]*>")
 SCRIPT_RE = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.I | re.S)
 DOC_END_TAGS = re.compile(r"</\s*(html|body)\s*>", re.I)
 HTML_START = re.compile(r"<!DOCTYPE|<html\b", re.I)
+HTML_END = re.compile(r"</[hH][tT][mM][lL]>")   # text.lower().find("</html>") without a lowered copy of the page
 
 # Elements whose text is never page text.
 IGNORED = {"script", "style", "noscript", "template", "head", "title", "option", "select", "textarea", "svg"}
@@ -36,6 +37,14 @@ PARAGRAPHS = {"p", "span", "font", "pre", "blockquote"}
 LINE_TAGS = {"p", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "section", "article",
              "blockquote", "pre", "table", "ul", "ol", "dd", "dt", "figure", "figcaption", "center", "td"}
 SKIP_TAGS = {"script", "style", "noscript", "template", "iframe", "select", "button", "form", "nav"}
+
+# lxml.html's parser asks a Python method for the class of every element proxy (HtmlElementClassLookup: FormElement,
+# InputElement ... for form controls, which nothing here uses); this one answers in C, HtmlElement for every element,
+# so each element trafilatura, htmldate and the walks touch costs less.  Same tree, same text.
+HTML_PARSER = lxml.html.HTMLParser()
+HTML_PARSER.set_element_class_lookup(etree.ElementDefaultClassLookup(
+    element=lxml.html.HtmlElement, comment=lxml.html.HtmlComment, pi=lxml.html.HtmlProcessingInstruction,
+    entity=lxml.html.HtmlEntity))
 
 
 
@@ -53,7 +62,7 @@ def parse(text: str) -> tuple[lxml.html.HtmlElement, str]:
     """lxml tree of the page, re-parsed with html5lib when lxml lost the body (see lost_body)."""
     text = XML_DECL.sub("", text, count=1)
     try:
-        tree = lxml.html.document_fromstring(text)
+        tree = lxml.html.document_fromstring(text, parser=HTML_PARSER)
     except (etree.ParserError, ValueError):
         tree = None
     if tree is not None and not lost_body(text, tree):
@@ -65,7 +74,8 @@ def parse(text: str) -> tuple[lxml.html.HtmlElement, str]:
     with warnings.catch_warnings():  # html5lib warns about comments it cannot map onto lxml
         warnings.simplefilter("ignore")
         doc = html5lib.parse(text, treebuilder="lxml", namespaceHTMLElements=False)
-    return lxml.html.document_fromstring(etree.tostring(doc, encoding="unicode", method="html")), "html5lib"
+    return lxml.html.document_fromstring(etree.tostring(doc, encoding="unicode", method="html"),
+                                         parser=HTML_PARSER), "html5lib"
 
 
 def parse_without_end_tags(text: str) -> lxml.html.HtmlElement | None:
@@ -76,7 +86,7 @@ def parse_without_end_tags(text: str) -> lxml.html.HtmlElement | None:
     if start and not CJK.search(TAG_RE.sub("", SCRIPT_RE.sub("", text[:start.start()]))):
         text = text[start.start():]
     try:
-        return lxml.html.document_fromstring(DOC_END_TAGS.sub("", text))
+        return lxml.html.document_fromstring(DOC_END_TAGS.sub("", text), parser=HTML_PARSER)
     except (etree.ParserError, ValueError):
         return None
 
@@ -89,10 +99,10 @@ def lost_body(text: str, tree: lxml.html.HtmlElement) -> bool:
     """
     if tree.find("body") is None:
         return bool(CJK.search(text))
-    end = text.lower().find("</html>")
-    if end == -1:
+    found = HTML_END.search(text)
+    if found is None:
         return False
-    tail = SCRIPT_RE.sub("", text[end + 7:])
+    tail = SCRIPT_RE.sub("", text[found.end():])
     sample = "".join(CJK.findall(TAG_RE.sub("", tail))[:200])
     if len(sample) < 20:
         return False
@@ -128,7 +138,7 @@ def own_text(el: Any) -> str:
     return (el.text or "") + "".join(child.tail or "" for child in el)
 
 
-@dataclass
+@dataclass(slots=True)
 class Block:
     """Non-link text of one block element; ``score`` adds that of its paragraph-level children."""
 
@@ -163,30 +173,36 @@ def walk(root: Any, linked: set | frozenset = frozenset()) -> Walk:
     Text inside the elements of `linked` counts as link text (e.g. the teasers of a headline list).
     """
     out = Walk()
+    blocks = out.blocks
+    text_chars = link_chars = links = 0   # locals, written back once (fewer attribute writes)
     stack: list[tuple[Any, bool, Block | None]] = [(root, False, None)]
+    pop, push = stack.pop, stack.extend
     while stack:
-        el, in_link, block = stack.pop()
+        el, in_link, block = pop()
         tag = el.tag
         if not isinstance(tag, str) or not tag or tag in IGNORED:
             continue
-        in_link = in_link or tag == "a" or el in linked
-        out.links += tag == "a"
+        if tag == "a":
+            in_link, links = True, links + 1
+        elif linked and not in_link:
+            in_link = el in linked
         if tag in WALK_BLOCKS or block is None:
             block = Block(el, block if tag in PARAGRAPHS else None)
-            out.blocks.append(block)
+            blocks.append(block)
         children = list(el)   # one pass over the children (each pass makes lxml build their proxies again)
         text = "".join([el.text or ""] + [child.tail or "" for child in children])
         if text:
             text = "".join(text.split())   # as SPACE.sub("", text): str.split drops the same characters
         if text:
-            out.text_chars += len(text)
+            text_chars += len(text)
             if in_link:
-                out.link_chars += len(text)
+                link_chars += len(text)
             else:
                 block.chars += len(text)
                 block.cjk += cjk_count(text)
                 block.punct += len(PUNCT.findall(text))
-        stack.extend([(child, in_link, block) for child in reversed(children)])
+        push([(child, in_link, block) for child in reversed(children)])
+    out.text_chars, out.link_chars, out.links = text_chars, link_chars, links
     for block in reversed(out.blocks):  # children come after their parents: roll paragraphs up
         block.score += block.chars
         block.score_cjk += block.cjk
@@ -231,8 +247,8 @@ def container_lines(el: Any) -> list[str]:
 def anchor_texts(tree: Any) -> set[str]:
     """Normalised texts of the page's links (to measure how link-dense an extracted body is)."""
     out = set()
-    for a in tree.iter("a"):
-        t = "".join(a.text_content().split())
+    for a in tree.iter("a"):   # most links hold text only: their .text, without text_content()'s XPath call
+        t = "".join(((a.text or "") if len(a) == 0 else a.text_content()).split())
         if len(t) >= 2:
             out.add(t)
     return out

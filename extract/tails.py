@@ -55,10 +55,11 @@ SOFTWARE_FOOTER = re.compile(r"^(Powered\s+by\b|Processed\s+in\s+[\d.]+\s*s|查�
 
 
 # Lines a news app or portal puts under every story: an app prompt, the channel it came from, report and
-# correction buttons, a share prompt, the previous/next story, the story's tags.
+# correction buttons, a share prompt, the previous/next story, the story's tags, a newsletter's sign-up prompt.
 CLOSING = re.compile(r"^((打开|下载).{0,12}(APP|App|app|客户端).{0,16}|本文来自.{0,20}(客户端|APP|App|公众号|号)[。.]?|"
                      r"举报|反馈|举报\s*/\s*反馈|纠错|【纠错】|扫一扫.{0,10}|(上一篇|下一篇|上一条|下一条)\s*[:：].{1,40}|"
-                     r"(标签|关键词|文章关键词|关键字|Tags?)\s*[:：].{0,40})$")
+                     r"(标签|关键词|文章关键词|关键字|Tags?)\s*[:：].{0,40}|"
+                     r"[^。！？!?]{0,20}(新闻信|电子报|新闻简报|[Nn]ewsletter)[^。！？!?]{0,20})$")   # a newsletter's sign-up
 
 
 # A site's cookie or privacy consent notice (本网站使用相关技术…隐私声明…代表您同意上述规范).
@@ -66,11 +67,17 @@ CONSENT = re.compile(r"(cookie|隐私).{0,80}(同意|接受)|(同意|接受).{0,
 CONSENT_MAX = 160
 
 
+def is_consent(t: str) -> bool:
+    """A cookie or privacy consent notice (both of CONSENT's branches need 同意 or 接受: two substring tests spare
+    the regex on every other line)."""
+    return len(t) <= CONSENT_MAX and ("同意" in t or "接受" in t) and bool(CONSENT.search(t))
+
+
 def is_closing_line(line: str) -> bool:
     """A line that closes a story on a portal or in an app (打开APP阅读更多, 举报/反馈, 上一篇：…, 标签：…), or the
     site's cookie or privacy consent notice."""
     t = line.strip()
-    return (len(t) <= 60 and bool(CLOSING.match(t))) or (len(t) <= CONSENT_MAX and bool(CONSENT.search(t)))
+    return (len(t) <= 60 and bool(CLOSING.match(t))) or is_consent(t)
 
 
 # A blog post's posting lines under its text: where it was filed and how often read, its trackback address, the
@@ -90,7 +97,7 @@ def is_page_notice(line: str) -> bool:
     """A notice of the site, never of a story (a consent notice, a forum program's footer): it ends the body however
     much text follows it (a language-switch prompt in three languages)."""
     t = line.strip()
-    return (len(t) <= CONSENT_MAX and bool(CONSENT.search(t))) or is_software_footer(t)
+    return is_consent(t) or is_software_footer(t)
 
 
 # A byline as Taiwan sites write it: 記者林悅／南市報導, 社會中心／綜合報導 (read through the simplified view).
@@ -119,6 +126,11 @@ EN_DATE_LINE = re.compile(r"^((Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\.?,?\s+)?(Jan|
 EMPTY_META = re.compile(r"^[\u4e00-\u9fff]{0,4}(时间|日期|来源|作者|编辑|字号)\s*[:：]\s*$")   # 发表时间： (its value gone)
 
 
+# A newspaper's dateline: the issue's date and the paper's name, nothing else (2003-7-24 钱江晚报, 人民日报 2005年3月1日).
+OUTLET = r"[\u4e00-\u9fff]{1,10}(?:报|网|社|台|刊|杂志)"
+DATE_OUTLET = re.compile(rf"^(?:{DATE}\s*{OUTLET}|{OUTLET}\s*{DATE})$")
+
+
 def is_dateline(line: str) -> bool:
     """A line above the story that only dates it: a date with a time, or a date with a meta word (来源, 阅读,
     发表于), in a short line without a sentence -- a first paragraph that opens with a date has one; or a date or
@@ -128,7 +140,7 @@ def is_dateline(line: str) -> bool:
         return True
     if not t or len(t) > DATELINE_MAX or DATELINE_PUNCT.search(t):
         return False
-    return bool(DATETIME.search(t) or (re.search(DATE, t) and META_WORD.search(t)))
+    return bool(DATETIME.search(t) or (re.search(DATE, t) and META_WORD.search(t)) or DATE_OUTLET.match(t))
 
 
 DATELINE_SOURCE = re.compile(r"(?:来源|稿源)\s*[:：]\s*[\[【(（]?\s*([^\s\[\]【】()（）:：|｜]{2,30})")
@@ -241,3 +253,29 @@ def item_start(lines: list[str], i: int, stamped) -> int | None:
         return None
     head = lines[start].strip()
     return start if len(head) <= HEADLINE_MAX and not HEADLINE_PUNCT.search(head) else None
+
+
+WIDGET_REPEAT = 3            # a short line seen this many times in a body is a per-item widget (← 返回, 回复)
+WIDGET_KEY = re.compile(r"[\u4e00-\u9fff]{2,8}")   # ... of 2-8 Chinese characters (not code, not a lone character)
+NINE_WORDS = re.compile(r"[^\W_](?:[\W_]*[^\W_]){8}")
+
+
+def widget_key(line: str) -> str:
+    """A line's words without punctuation and arrows ('← 返回......' -> '返回'); '' for a line too long to be a
+    widget or a bare number."""
+    if len(line) > 8 and NINE_WORDS.search(line):
+        return ""   # nine word characters are never a key of 2-8: a paragraph is not scanned whole
+    key = re.sub(r"[\W_]+", "", line)
+    return key if WIDGET_KEY.fullmatch(key) else ""
+
+
+def repeated_widgets(lines: list[str]) -> set[str]:
+    """Keys of the short lines repeated WIDGET_REPEAT+ times: a reply or back button under every post of a thread."""
+    counts: dict[str, int] = {}
+    previous = ""
+    for line in lines:
+        key = widget_key(line)
+        if key and key != previous:   # under every post: other lines between two of them
+            counts[key] = counts.get(key, 0) + 1
+        previous = key
+    return {k for k, n in counts.items() if n >= WIDGET_REPEAT}

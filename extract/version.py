@@ -12,5 +12,7 @@ from __future__ import annotations
 # links whose address holds parentheses are zhx29.3; the page's head (extract.pagehead: link bars and short copyright
 # lines above the first paragraph, the headline over its byline, bylines with leaked markup), stories in table cells
 # given back one paragraph per line (extract.cells), blog posting lines and paragraphs that name a copyright holder
-# (no footer), English date stamps and » in titles are zhx29.4.
-EXTRACT_VERSION = "zhx29.4"
+# (no footer), English date stamps and » in titles are zhx29.4; a headline and its subtitle (one may ask a question) over
+# the byline, trainee bylines (本报实习生) and a newspaper's dateline (2003-7-24 钱江晚报) at the body's start, a
+# newsletter's sign-up prompt and a personal-opinion notice (网页内容仅为个人意见) under it are zhx29.5.
+EXTRACT_VERSION = "zhx29.5"

@@ -103,3 +103,40 @@ def test_a_column_of_numbered_headlines_ends_the_article_numbered_points_in_the_
     assert clean_lines(BODY + column) == BODY
     points = ["主要措施", "1、加强市场监管，规范收费行为；", "2、完善退费机制，保障用户权益；", "3、推动行业自律。"]
     assert clean_lines(BODY + points) == BODY + points
+
+
+def exhaustive_cut(lines: list[str]) -> list[str]:
+    """cut_tail as it was before it stopped early: every start read, the first that ends the article wins."""
+    from extract.boilerplate import is_page_notice, running_chars, tail_labels, tail_starts
+    before = [0]
+    for line in lines:
+        before.append(before[-1] + running_chars(line))
+    for at in sorted(set(tail_starts(lines))):
+        if before[at] >= max(1, before[-1] - before[at]) or (before[at] and is_page_notice(lines[at])):
+            return lines[:tail_labels(lines, at)]
+    return lines
+
+
+def test_cut_tail_stopping_early_cuts_where_reading_every_start_cuts() -> None:
+    import random
+    pool = BODY + [TEASER, "为你推荐", "相关阅读", "2019-09-30", "07:42", "央行开展逆回购操作 09-30", "时报观察",
+                   "1、央行开展逆回购操作", "2、多地出台楼市新政", "3、共享单车押金难退", "回复", "← 返回", "举报",
+                   "分享到：", "责任编辑：张三", "Powered by Discuz!", "央行开展逆回购操作", "[2005-08-21]    无序列表",
+                   "\x00央行开展逆回购操作", "本网站使用cookie，继续浏览即代表您同意隐私政策", "07:42 多地出台楼市新政"]
+    items = [["央行开展逆回购操作", "2019-09-30", "07:42", TEASER], ["多地出台楼市新政", "2019-09-30", "07:40"]]
+    rng = random.Random(29)
+    for _ in range(3000):   # lines and dated list items (whose first headline is found lines above its date)
+        lines = [x for _ in range(rng.randint(1, 30))
+                 for x in (rng.choice(items) if rng.random() < 0.2 else [rng.choice(pool)])]
+        assert cut_tail(lines) == exhaustive_cut(lines), lines
+
+
+@pytest.mark.parametrize("tail", [["电邮新闻头条新闻就在您的每日新闻信里"], ["订阅我们的Newsletter"], ["网页内容仅为个人意见"],
+                                  ["以上内容仅代表作者个人观点"]])
+def test_a_newsletter_prompt_or_a_personal_opinion_notice_under_the_body_goes(tail: list[str]) -> None:
+    assert clean_lines(BODY + tail) == BODY
+
+
+def test_a_paragraph_that_names_a_newsletter_stays() -> None:
+    lines = BODY + ["该报的电子报每天早上七点发出，订阅人数已经超过十万，编辑部为此增加了两名值班编辑。"]
+    assert clean_lines(lines) == lines

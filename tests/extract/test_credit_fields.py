@@ -73,3 +73,21 @@ def test_a_datelines_source_becomes_the_source_field() -> None:
     assert result.text.split("\n") == [P1, P2, P3]
     assert result.source == "人民网"
     assert credit_fields(["2005年3月11日，记者从人民网来源渠道获悉：龙湖集团将发债。"]) == {}
+
+
+def test_a_forum_replys_poster_line_is_not_part_of_the_original_title() -> None:
+    """A forum reply names the post it answers, who wrote it and when (原标题:【…】是大卫在2005年8月12日16:10:13发表):
+    the field keeps the headline only."""
+    line = "原标题:【台湾著名教育家“关于亲子”演讲精选1】是大卫在2005年8月12日16:10:13发表"
+    assert credit_fields([line])["original_title"] == "台湾著名教育家“关于亲子”演讲精选1"
+    assert credit_fields(["原标题：[转贴] 亲子关系十讲 由 bob 于 2006-05-23 09:02 发表"])["original_title"] == \
+        "[转贴] 亲子关系十讲"
+    linked = line.replace("【台湾著名教育家“关于亲子”演讲精选1】", "【<a href='5233.html'>台湾著名教育家“关于亲子”演讲精选1</a>】")
+    page = ("<html><body><div>" + "".join(f"<p>{p}</p>" for p in (P1, P2, P3)) + f"<hr><p>{linked}</p></div>"
+            "<ul><li><a href='5422.html'>回复：说得好</a> 馨语 09:02:51 5/23/06</li></ul></body></html>")
+    assert extract(page.encode("utf-8")).original_title == "台湾著名教育家“关于亲子”演讲精选1"
+
+
+def test_an_original_title_that_names_a_time_keeps_it() -> None:
+    assert credit_fields(["原标题：国务院常务会议在2020年3月3日9:30召开"])["original_title"] == \
+        "国务院常务会议在2020年3月3日9:30召开"

@@ -423,3 +423,19 @@ def test_a_long_paragraph_with_a_pasted_disclaimer_keeps_its_text():
     text = extract(page.encode("utf-8")).text
     assert "量刑建议也被采纳" in text and "需要保护的孩子" in text
     assert "版权归原作者所有" not in text
+
+
+def test_a_page_that_is_no_article_is_not_dated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The date (htmldate, ~10% of an extraction) is read only once the page is known to be an article: a crawl
+    meets many list and error pages."""
+    import extract.article as article
+    dated: list[str] = []
+    real = article.page_date
+    monkeypatch.setattr(article, "page_date", lambda tree, url: dated.append(url) or real(tree, url))
+    links = "".join(f"<li><a href='/n/{i}.html'>第{i}条新闻的标题在这里</a></li>" for i in range(40))
+    with pytest.raises(NotArticle):
+        extract(f"<html><body><ul>{links}</ul></body></html>".encode("utf-8"), url="https://a.example/list")
+    assert dated == []
+    story = "".join(f"<p>{'这是一段足够长的新闻正文，用来说明文章的日期照常读取。' * 3}</p>" for _ in range(4))
+    extract(f"<html><body><article>{story}</article></body></html>".encode("utf-8"), url="https://a.example/n/1")
+    assert dated == ["https://a.example/n/1"]

@@ -68,3 +68,28 @@ def test_a_blog_posts_english_date_stamp_and_its_headline_go() -> None:
             f"</font></p>{paras}</div></body></html>")
     assert extract(page).text.split("\n") == BODY
     assert is_dateline("Sep 10, 2005") and not is_dateline("September 10th, 2005 we went to the park")
+
+
+def test_a_headline_and_its_question_subtitle_over_a_newspapers_bylines_and_dateline_go() -> None:
+    """A reprinted newspaper story: headline, a subtitle that asks a question, the reporters and the trainee
+    (本报实习生), then the issue's date and the paper's name -- none of it is the story's text."""
+    head = ["拆房屡出命案 管理形同虚设", "谁来为无序拆房“埋单”？", "本报实习生 刘国栋 周炜", "本报记者 王燕平 方云凤 柏建斌",
+            "2003-7-24 钱江晚报"]
+    assert clean_lines(head + BODY) == BODY
+
+
+def test_a_breadcrumb_and_the_headline_over_a_dateline_go() -> None:
+    head = ["搜狐首页 >> 汽车频道 >> 评测对比 >> 对比测试", "对比试车—测试昌河北斗星、爱迪尔(图)",
+            "AUTO.SOHU.COM 2003年11月12日16:36 金羊网—新快报"]
+    assert clean_lines(head + BODY) == BODY
+
+
+def test_a_newspaper_dateline_is_the_date_and_the_papers_name_alone() -> None:
+    from extract.tails import is_dateline
+    assert is_dateline("2003-7-24 钱江晚报") and is_dateline("人民日报 2005年3月1日")
+    assert not is_dateline("2003-7-24，钱江晚报报道了这起事故。")
+
+
+def test_two_short_lines_over_a_paragraph_without_a_byline_stay() -> None:
+    lines = ["春天来了", "燕子回来了", P1, P2]
+    assert clean_lines(lines) == lines
