@@ -16,6 +16,10 @@ import logging
 import sys
 from typing import Any
 
+# Scrapy's HTTP download handler, imported here, while the stack is shallow and few modules are loaded: its
+# deprecated-class shims (contextfactory, tls) call inspect.stack(), which reads every frame's source and
+# searches sys.modules; imported from inside the reactor, after the store's imports, that took ~0.2 s.
+import scrapy.core.downloader.handlers.http11  # noqa: F401,E402
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError,
                                DownloadTimeoutError)
