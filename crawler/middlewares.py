@@ -50,7 +50,7 @@ class RobotsTxtReuse:
         middleware's own fetch of that site is over); None (download it) for everything else."""
         if request.meta.get("dont_obey_robotstxt") or not _is_robots(request.url):
             return None
-        response = self.fetched.get(request.url)
+        response = self.fetched.pop(request.url, None)   # the spider asks once a site: not kept after
         return response.replace(request=request, flags=[*response.flags, "reused"]) if response else None
 
     def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:

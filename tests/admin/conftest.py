@@ -39,6 +39,16 @@ def csrf_from(html: str) -> str:
     return m.group(1)
 
 
+@pytest.fixture(autouse=True)
+def capture(monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Rendered captures off: confirming a match here would start Chromium on its page, and the sample pages are
+    on *.example hosts, a DNS lookup outside loopback (tests/admin/test_capture.py turns them on, on 127.0.0.1)."""
+    from crawler import settings
+
+    monkeypatch.setattr(settings, "ZHDEDUP_CAPTURE", False)
+    return False
+
+
 @pytest.fixture
 def app(store: Any, tmp_path: Path) -> Any:
     """The admin app on a fresh, isolated database (CSRF on, dashboard and list-count caches off)."""

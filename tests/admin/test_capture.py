@@ -25,6 +25,15 @@ CHROMIUM = "/usr/bin/chromium"
 PAGE = "<html><head><meta charset=utf-8><title>盗版 第二回</title></head><body><p>滚滚长江东逝水</p></body></html>"
 
 
+@pytest.fixture(autouse=True)
+def capture(monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Rendered captures on (the conftest turns them off elsewhere): the pages here are on 127.0.0.1."""
+    from crawler import settings
+
+    monkeypatch.setattr(settings, "ZHDEDUP_CAPTURE", True)
+    return True
+
+
 @pytest.fixture
 def pirate_url() -> Iterator[str]:
     """A one-page pirate site on 127.0.0.1."""
