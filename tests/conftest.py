@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import uuid
 from dataclasses import dataclass
@@ -23,6 +24,20 @@ if str(ROOT) not in sys.path:  # `benchmarks` and `tests` importable however pyt
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_data import DATA_DIR  # noqa: E402
+
+_resolve = socket.getaddrinfo
+
+
+def _loopback_only(host: Any, *args: Any, **kwargs: Any) -> Any:
+    """socket.getaddrinfo for tests: a name outside loopback is an error, not a DNS query (tests use 127.0.0.1;
+    a test that reached for another host went out to the network, or waited for a resolver that is not there)."""
+    name = host.decode() if isinstance(host, bytes) else host
+    if name not in (None, "", "localhost", "::1") and not str(name).startswith("127."):
+        raise socket.gaierror(socket.EAI_NONAME, f"tests resolve loopback names only, not {name!r}")
+    return _resolve(host, *args, **kwargs)
+
+
+socket.getaddrinfo = _loopback_only   # this process and its xdist workers; crawls in subprocesses are not covered
 
 
 def _load(name: str, limit: int) -> list[dict]:
