@@ -205,10 +205,24 @@ class _StoreHolder:
         except Exception as exc:  # the run record is bookkeeping: never stop a crawl for it
             logger.warning("could not record the run start: %s", exc)
 
+    def _replay_deferred(self) -> None:
+        """Decisions deferred during the crawl (a page another crawler had in flight, an outage) are tried once
+        more before the store closes: the crawl's last deferral would otherwise wait for the next crawl to open
+        the store (invariant seed 2739: a copy kept undecided beside its original). What still cannot be
+        decided stays in the spool, said in the log."""
+        try:
+            self.store.spool.rotate()   # this crawl's own spool file is replayed too
+            if self.store.spool.count():
+                self.store.replay_spool()
+        except Exception as exc:  # the next store open replays what is left
+            logger.warning("deferred decisions left in the spool for the next crawl: %s", exc)
+
     def spider_closed(self, spider, reason: str = "") -> None:
-        """Record the run's counts, then close the store (pending spool entries stay on disk)."""
+        """Replay what this crawl deferred, record the run's counts, then close the store (what still waits in
+        the spool stays on disk)."""
         self.executor.shutdown(wait=True)
         self.write_threads.shutdown(wait=True)
+        self._replay_deferred()
         try:
             if self.run_id is not None:
                 counts = stat_counts(self.crawler)

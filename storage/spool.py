@@ -45,6 +45,11 @@ class Spool:
             os.close(fd)
         return path
 
+    def rotate(self) -> None:
+        """Later entries go to a new file: the current one is pending from now on, for this process to replay
+        too (a crawl replays what it deferred before it closes)."""
+        self._path = None
+
     def pending(self) -> list[Path]:
         """Spool files waiting for replay, oldest first (including abandoned claims of dead processes)."""
         if not self.dir.exists():

@@ -199,7 +199,7 @@ def read_snapshot(mongo_uri: str, db: str, var: Path, dump: Path | None = None) 
         runs = list(d.runs.find({}, {"status": 1, "started": 1, "pid": 1}))
     finally:
         client.close()
-    return Snapshot(pages, dups, outcomes, runs, Spool(var / "spool").count())
+    return Snapshot(pages, dups, outcomes, runs, Spool(var / "spool" / db).count())   # the store's: spool/<db>
 
 
 def judge(oracle: Oracle, snap: Snapshot, independent_runs: list[str] | None = None) -> list[str]:

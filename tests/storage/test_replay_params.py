@@ -51,3 +51,34 @@ def test_deferred_decision_is_replayed_with_the_crawls_passage_coverage(store, s
         dup = st.duplicates.find_one({"url": "http://b/1"})
         assert (dup["original_id"], dup["method"]) == (original.page_id, "passages")
         assert st.get_page(original.page_id) is not None
+
+
+def test_a_crawls_deferred_decision_is_replayed_when_it_closes(store, store_config):
+    """The crawl's last deferral does not wait for the next crawl: the spider's close replays the spool
+    (invariant seed 2739 kept a copy undecided beside its original after the last run)."""
+    from scrapy import signals
+
+    settings = {"ZHDEDUP_STORE": {k: v for k, v in dataclasses.asdict(store_config).items() if v is not None},
+                "ZHDEDUP_PASSAGE_COVERAGE": 0.5}
+    crawler = get_crawler(settings_dict=settings)
+    crawl = store_for(crawler)
+    index = RedisDedupIndex(crawl)
+    engine = DedupEngine(dedup_params(crawler.settings), index)
+    original = DedupDoc.of(crawl.new_page_id(), ORIGINAL)
+    assert engine.decide(original).kind == "new"
+    crawl.save_page(page(original, "http://a/1"))
+
+    def unreadable(page_id: str) -> str:
+        raise LookupUnavailable("MongoDB away for a moment")
+
+    index.text_of = unreadable
+    copy = DedupDoc.of(crawl.new_page_id(), COPY)
+    verdict = engine.decide(copy)
+    assert verdict.kind == "new" and verdict.spooled
+    crawl.save_page(page(copy, "http://b/1"))
+    crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="finished")
+
+    with open_store(dataclasses.replace(store_config, replay_spool=False)) as st:   # no replay at this open
+        assert st.get_page(copy.page_id) is None and st.spool.count() == 0
+        dup = st.duplicates.find_one({"url": "http://b/1"})
+        assert (dup["original_id"], dup["method"]) == (original.page_id, "passages")
