@@ -23,9 +23,9 @@ def page(doc: DedupDoc, url: str) -> dict:
             "simhash": doc.simhash, "sketch": list(doc.sketch)}
 
 
-def test_deferred_decision_is_replayed_with_the_crawls_passage_coverage(store, store_config):
-    assert is_near_duplicate(ORIGINAL, COPY, NearDupParams()).kind == "new"           # not at the default 0.75
-    assert is_near_duplicate(ORIGINAL, COPY, NearDupParams(min_coverage=0.5)).method == "passages"
+def crawl_with_a_deferred_copy(store_config) -> tuple:
+    """A crawl's store (ZHDEDUP_PASSAGE_COVERAGE 0.5) holding an original and a copy whose decision it deferred
+    (the copy's verification could not read the original): (crawler, store, original, copy)."""
     settings = {"ZHDEDUP_STORE": {k: v for k, v in dataclasses.asdict(store_config).items() if v is not None},
                 "ZHDEDUP_PASSAGE_COVERAGE": 0.5}
     crawler = get_crawler(settings_dict=settings)
@@ -44,6 +44,13 @@ def test_deferred_decision_is_replayed_with_the_crawls_passage_coverage(store, s
     verdict = engine.decide(copy)
     assert verdict.kind == "new" and verdict.spooled   # kept for now, its decision deferred to the spool
     crawl.save_page(page(copy, "http://b/1"))
+    return crawler, crawl, original, copy
+
+
+def test_deferred_decision_is_replayed_with_the_crawls_passage_coverage(store, store_config):
+    assert is_near_duplicate(ORIGINAL, COPY, NearDupParams()).kind == "new"           # not at the default 0.75
+    assert is_near_duplicate(ORIGINAL, COPY, NearDupParams(min_coverage=0.5)).method == "passages"
+    _, crawl, original, copy = crawl_with_a_deferred_copy(store_config)
     crawl.close()
 
     with open_store(store_config) as st:           # the next open (no crawl settings) replays the spool
@@ -58,24 +65,7 @@ def test_a_crawls_deferred_decision_is_replayed_when_it_closes(store, store_conf
     (invariant seed 2739 kept a copy undecided beside its original after the last run)."""
     from scrapy import signals
 
-    settings = {"ZHDEDUP_STORE": {k: v for k, v in dataclasses.asdict(store_config).items() if v is not None},
-                "ZHDEDUP_PASSAGE_COVERAGE": 0.5}
-    crawler = get_crawler(settings_dict=settings)
-    crawl = store_for(crawler)
-    index = RedisDedupIndex(crawl)
-    engine = DedupEngine(dedup_params(crawler.settings), index)
-    original = DedupDoc.of(crawl.new_page_id(), ORIGINAL)
-    assert engine.decide(original).kind == "new"
-    crawl.save_page(page(original, "http://a/1"))
-
-    def unreadable(page_id: str) -> str:
-        raise LookupUnavailable("MongoDB away for a moment")
-
-    index.text_of = unreadable
-    copy = DedupDoc.of(crawl.new_page_id(), COPY)
-    verdict = engine.decide(copy)
-    assert verdict.kind == "new" and verdict.spooled
-    crawl.save_page(page(copy, "http://b/1"))
+    crawler, _, original, copy = crawl_with_a_deferred_copy(store_config)
     crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="finished")
 
     with open_store(dataclasses.replace(store_config, replay_spool=False)) as st:   # no replay at this open
