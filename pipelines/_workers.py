@@ -80,6 +80,10 @@ class WorkerGone(Exception):
     """A worker process ended (killed, or its socket closed) before it answered."""
 
 
+class UnreadableAnswer(Exception):
+    """A worker's answer that does not unpickle in the crawler; the worker itself is fine."""
+
+
 class Channel:
     """The crawler's end of one worker's socket, driven by the event loop: calls leave without blocking (what
     the socket does not take waits in a buffer), answers come back in order through a reader callback. No
@@ -190,7 +194,7 @@ class Channel:
             size = HEADER.unpack_from(self.inbox)[0]
             if len(self.inbox) < HEADER.size + size:
                 break
-            ok, value = pickle.loads(self.inbox[HEADER.size:HEADER.size + size])
+            ok, value = _unpickled(self.inbox[HEADER.size:HEADER.size + size])
             del self.inbox[:HEADER.size + size]
             _settle(self.pending.popleft(), ok, value)
 
@@ -251,6 +255,9 @@ class WorkerPool:
         channel = min(self.channels, key=lambda c: len(c.pending))
         try:
             return await channel.call(fn, args)
+        except UnreadableAnswer as exc:   # this call only: the worker goes on with the others
+            logger.warning("%s: %s done in the crawler process", exc, getattr(fn, "__name__", fn))
+            return fn(*args)
         except WorkerGone as exc:
             if not self.broken and not self.closed:
                 logger.warning("worker processes stopped (%s): the crawler process does their work from now on",
@@ -277,6 +284,15 @@ class WorkerPool:
             if channel.process.is_alive():
                 channel.process.kill()
                 channel.process.join()
+
+
+def _unpickled(payload: bytearray) -> tuple[bool, Any]:
+    """(ok, value) of an answer; one that does not unpickle here (an exception class whose arguments do not
+    round-trip) becomes an error for its caller, who then does that call itself, instead of a call never answered."""
+    try:
+        return pickle.loads(payload)
+    except Exception as exc:
+        return False, UnreadableAnswer(f"an answer from a worker could not be read: {exc!r}")
 
 
 def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:

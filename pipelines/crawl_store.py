@@ -213,6 +213,7 @@ class _StoreHolder:
         try:
             self.store.spool.rotate()   # this crawl's own spool file is replayed too
             if self.store.spool.count():
+                self.store.ping()       # a server still away (the crawl may have stopped for it): not entry by entry
                 self.store.replay_spool()
         except Exception as exc:  # the next store open replays what is left
             logger.warning("deferred decisions left in the spool for the next crawl: %s", exc)

@@ -108,3 +108,25 @@ def test_a_worker_dead_before_its_first_page_loses_nothing():
     pool.start(operator.truth)   # the second warm-up, written to a socket nobody reads any more
     assert asyncio.run(pool.run(operator.add, 2, 2)) == 4 and pool.broken
     pool.close()
+
+
+class TwoArgumentError(Exception):
+    """Pickles, but does not unpickle: its args hold one message, its __init__ wants two values."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+
+
+def fails_oddly(n: int) -> int:
+    """In the worker: an error whose answer the crawler cannot read; here: the work done."""
+    if os.environ.get("ZHDEDUP_WORKER_TEST_PARENT") != str(os.getpid()):
+        raise TwoArgumentError("odd", "failure")
+    return n * 2
+
+
+def test_an_answer_that_cannot_be_read_here_is_done_here(pool, monkeypatch):
+    """An answer that does not unpickle in the crawler is not a call left waiting for ever: that call is done
+    in the crawler, and the worker goes on with the next ones."""
+    monkeypatch.setenv("ZHDEDUP_WORKER_TEST_PARENT", str(os.getpid()))
+    assert asyncio.run(asyncio.wait_for(pool.run(fails_oddly, 21), 30)) == 42
+    assert not pool.broken and asyncio.run(pool.run(operator.mul, 6, 7)) == 42
