@@ -17,9 +17,11 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import socket
 import threading
 from collections import deque
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -313,9 +315,15 @@ def _spawn(context: Any) -> Channel:
     """One worker process with a socket to it."""
     ours, theirs = socket.socketpair()
     process = context.Process(target=serve, args=(theirs, os.getpid()), name="zhdedup-worker", daemon=True)
+    # Ctrl-C may reach the worker as soon as it exists: it is born with SIGINT blocked (the mask passes through
+    # fork and exec, so through the forkserver this thread starts) and unblocks it once it ignores it. The
+    # resource tracker is started first: its own start unblocks SIGINT in this thread (bpo-33613).
+    resource_tracker.ensure_running()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         process.start()
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         theirs.close()
     return Channel(ours, process)
 

@@ -33,6 +33,7 @@ def serve(sock: socket.socket, crawler_pid: int) -> None:
     """The worker's main loop (a Process target): answer calls until the crawler closes its end. Ctrl-C in a
     terminal reaches the whole process group: the crawler stops gracefully and still needs its workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})    # blocked from birth by the crawler (_spawn)
     watch_crawler(crawler_pid)
     sock.setblocking(True)
     while True:
