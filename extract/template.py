@@ -155,10 +155,13 @@ class HeldTemplates:
     """Site templates for pages in flight together (a crawl): a site's first pages wait, at most
     `warmup_seconds`, until the site has `min_pages` pages, so its first stories lose the template too.
     `drained` (optional) says that no more pages can come (nothing queued, downloading or waiting for the
-    spider); once it has said so twice in a row, when the page arrives and one poll later, waiting pages go on
-    with what is known: a small site does not wait out the whole warm-up for pages it does not have."""
+    spider); once it has said so twice in a row, when the page arrives and again a few event-loop turns and
+    CONFIRM_SECONDS later, waiting pages go on with what is known: a small site does not wait out the whole
+    warm-up for pages it does not have."""
 
-    POLL_SECONDS = 0.1
+    POLL_SECONDS = 0.1       # how often a waiting page asks whether its site's template has formed
+    CONFIRM_SECONDS = 0.02   # a drained crawl is asked again after this (and CONFIRM_TURNS turns of the loop)
+    CONFIRM_TURNS = 5        # requests a callback is still yielding are scheduled within a few turns
 
     def __init__(self, templates: SiteTemplates, warmup_seconds: float = 5.0,
                  drained: Callable[[], bool] | None = None) -> None:
@@ -180,18 +183,25 @@ class HeldTemplates:
         if ready.is_set() or self.warmup_seconds <= 0:
             return
         deadline = time.monotonic() + self.warmup_seconds
-        idle_polls = 1 if self.drained is not None and self.drained() else 0   # seen now: one poll to confirm
+        idle = self._drained()   # seen now: confirmed shortly after
         while not ready.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 break
+            if idle:
+                for _ in range(self.CONFIRM_TURNS):
+                    await asyncio.sleep(0)
             try:
-                await asyncio.wait_for(ready.wait(), min(left, self.POLL_SECONDS))
+                await asyncio.wait_for(ready.wait(), min(left, self.CONFIRM_SECONDS if idle else self.POLL_SECONDS))
             except asyncio.TimeoutError:
-                idle_polls = idle_polls + 1 if self.drained is not None and self.drained() else 0
-                if idle_polls >= 2:
+                was_idle, idle = idle, self._drained()
+                if was_idle and idle:
                     break
         ready.set()  # a small site, or nothing more to come: what is known by now is its template
+
+    def _drained(self) -> bool:
+        """Whether the crawl says no more pages can come (never, without a way to ask)."""
+        return self.drained is not None and self.drained()
 
 
 def _touch(lru: OrderedDict, key: int, value: object, limit: int) -> None:
