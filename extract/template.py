@@ -155,13 +155,12 @@ class HeldTemplates:
     """Site templates for pages in flight together (a crawl): a site's first pages wait, at most
     `warmup_seconds`, until the site has `min_pages` pages, so its first stories lose the template too.
     `drained` (optional) says that no more pages can come (nothing queued, downloading or waiting for the
-    spider); once it has said so twice in a row, when the page arrives and again a few event-loop turns and
-    CONFIRM_SECONDS later, waiting pages go on with what is known: a small site does not wait out the whole
-    warm-up for pages it does not have."""
+    spider). While pages wait, one watcher asks it every CHECK_SECONDS; once it has said so twice in a row (a
+    few event-loop turns and CHECK_SECONDS apart), the pages waiting then go on with what is known: a small
+    site does not wait out the whole warm-up for pages it does not have."""
 
-    POLL_SECONDS = 0.1       # how often a waiting page asks whether its site's template has formed
-    CONFIRM_SECONDS = 0.02   # a drained crawl is asked again after this (and CONFIRM_TURNS turns of the loop)
-    CONFIRM_TURNS = 5        # requests a callback is still yielding are scheduled within a few turns
+    CHECK_SECONDS = 0.02   # how often the crawl is asked while pages wait: one watcher, however many pages
+    CONFIRM_TURNS = 5      # requests a callback is still yielding are scheduled within a few loop turns
 
     def __init__(self, templates: SiteTemplates, warmup_seconds: float = 5.0,
                  drained: Callable[[], bool] | None = None) -> None:
@@ -169,6 +168,9 @@ class HeldTemplates:
         self.warmup_seconds = warmup_seconds
         self.drained = drained
         self.ready: dict[str, asyncio.Event] = {}
+        self.waiting = 0
+        self.released: asyncio.Event | None = None   # set (and replaced) when the crawl is seen drained
+        self.watcher: asyncio.Task | None = None
 
     async def strip(self, site: str, title: str | None, lines: list[str]) -> Stripped:
         """Learn from the page, wait while the site is still too new, then drop its template lines."""
@@ -182,26 +184,40 @@ class HeldTemplates:
             ready.set()
         if ready.is_set() or self.warmup_seconds <= 0:
             return
-        deadline = time.monotonic() + self.warmup_seconds
-        idle = self._drained()   # seen now: confirmed shortly after
-        while not ready.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            if idle:
-                for _ in range(self.CONFIRM_TURNS):
-                    await asyncio.sleep(0)
-            try:
-                await asyncio.wait_for(ready.wait(), min(left, self.CONFIRM_SECONDS if idle else self.POLL_SECONDS))
-            except asyncio.TimeoutError:
-                was_idle, idle = idle, self._drained()
-                if was_idle and idle:
-                    break
+        released = self._watch()
+        self.waiting += 1
+        try:
+            waits = [asyncio.ensure_future(ready.wait()), asyncio.ensure_future(released.wait())]
+            await asyncio.wait(waits, timeout=self.warmup_seconds, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in waits:
+                waiting.cancel()
+        finally:
+            self.waiting -= 1
         ready.set()  # a small site, or nothing more to come: what is known by now is its template
 
-    def _drained(self) -> bool:
-        """Whether the crawl says no more pages can come (never, without a way to ask)."""
-        return self.drained is not None and self.drained()
+    def _watch(self) -> asyncio.Event:
+        """The event the watcher sets once the crawl is drained; the watcher started if it is not running."""
+        if self.released is None:
+            self.released = asyncio.Event()
+        if self.drained is not None and (self.watcher is None or self.watcher.done()):
+            self.watcher = asyncio.ensure_future(self._watching())
+        return self.released
+
+    async def _watching(self) -> None:
+        """Ask the crawl while pages wait; two drained answers in a row release the pages waiting then."""
+        before = self.drained()   # asked as the first page arrives, not a check later
+        while self.waiting:
+            for _ in range(self.CONFIRM_TURNS):
+                await asyncio.sleep(0)
+            await asyncio.sleep(self.CHECK_SECONDS)
+            if not self.waiting:
+                return
+            now = self.drained()
+            if before and now:
+                released, self.released = self.released, asyncio.Event()
+                released.set()
+                now = False   # pages arriving from here on are confirmed anew
+            before = now
 
 
 def _touch(lru: OrderedDict, key: int, value: object, limit: int) -> None:

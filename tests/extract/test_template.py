@@ -144,7 +144,34 @@ def test_a_drained_crawl_is_asked_at_once_and_confirmed_shortly_after():
     started = time.monotonic()
     _lone_page_wait(drained, warmup=30.0)
     assert len(asked) == 2
-    assert asked[0] - started < HeldTemplates.CONFIRM_SECONDS <= asked[1] - asked[0] + 0.005
+    assert asked[0] - started < HeldTemplates.CHECK_SECONDS <= asked[1] - asked[0] + 0.005
+
+
+def test_one_watcher_asks_the_crawl_however_many_pages_wait():
+    """A broad crawl has the first pages of hundreds of sites waiting at once: the crawl is asked by one
+    watcher every CHECK_SECONDS, not by each page, and all of them go on once it is drained."""
+    asked: list[float] = []
+    state = {"drained": False}
+
+    def drained() -> bool:
+        asked.append(time.monotonic())
+        return state["drained"]
+
+    held = HeldTemplates(SiteTemplates(), warmup_seconds=30.0, drained=drained)
+
+    async def crawl():
+        pages = [asyncio.ensure_future(held.strip(f"site{n}", "标题", [f"第{n}个网站的唯一一篇新闻正文。" * 3]))
+                 for n in range(300)]
+        await asyncio.sleep(0.3)
+        assert not any(page.done() for page in pages)
+        state["drained"] = True
+        started = time.monotonic()
+        await asyncio.gather(*pages)
+        return time.monotonic() - started
+
+    released_after = asyncio.run(crawl())
+    assert len(asked) < 0.6 / HeldTemplates.CHECK_SECONDS   # ~15 checks in 0.3 s, then two to confirm
+    assert released_after < 5.0 and held.watcher.done()
 
 
 def test_a_page_waits_while_the_crawl_may_still_bring_pages_of_its_site():
