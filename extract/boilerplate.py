@@ -32,7 +32,8 @@ from typing import Iterator
 from extract.calendars import drop_calendars
 from extract.pagehead import FOOTER, is_head_chrome, is_headline, trim_nav_runs  # noqa: F401 (trim_nav_runs: API)
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
-                          is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
+                          is_dated_headline, is_dateline, is_edge_mark, is_function_bar, is_lead_in, is_link_label,
+                          is_lone_editor, is_notice_head,
                           is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start, PERIOD_MAX,
                           mark_headline_links, repeated_widgets, teaser_list_starts, widget_key)
 
@@ -67,7 +68,7 @@ ALWAYS = [re.compile(p) for p in (
     r"^.{0,12}(您是本文第\s*\d+\s*个(阅览|访问|阅读)者|(阅读|浏览|点击)(次数|数|量)\s*[:：]?\s*\d+\s*次?)\s*$",
     r"^(【\d+】)+$",
     r"^▲.{0,80}$",
-    r"^(图|图片|图源|配图)[/:：|｜].{0,40}$",
+    r"^[\[【(（]?(图|图片|图源|配图|图片说明\d{0,2})[/:：|｜].{0,40}$",
     r"^.{0,30}(视频截图|资料图片?|图片来自网络|图片均来自网络|图片来自视频截图)[。.]?[)）]?$",
     r"^[（(]?图片来源[:：].{0,30}$",
     r"^(点击|点此)进入.{0,30}$",
@@ -173,10 +174,11 @@ def is_edge_junk(line: str) -> bool:
 
 def cut_at_end_mark(lines: list[str]) -> list[str]:
     """Cut at a 责任编辑 line or a '查看更多' link line in the last 40%: what follows is widgets and related news."""
-    for i in range(max(1, (len(lines) * 3) // 5), len(lines)):
+    start = max(1, (len(lines) * 3) // 5)   # above it, a lone editor's credit is dropped, not cut at
+    for i in range(start, len(lines)):
         if END_MARK.search(lines[i]) and len(lines[i]) <= EDGE_MAX_LEN:
-            return lines[:i]
-    return lines
+            return [line for line in lines[:start] if not is_lone_editor(line)] + lines[start:i]
+    return [line for line in lines[:start] if not is_lone_editor(line)] + lines[start:]
 
 
 JUNK_LINE_MAX = 200   # a longer line is a paragraph: one disclaimer sentence in it does not make it junk
@@ -442,7 +444,7 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     def edge(line: str) -> bool:
         return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
-            or is_link_label(line) or is_report_byline(line)
+            or is_link_label(line) or is_report_byline(line) or is_edge_mark(line)
 
     i = next((k for k in range(1, HEAD_TITLES + 1) if len(lines) > k + 1 and all(map(is_title_line, lines[:k]))
               and edge(lines[k])), 0)   # the headline (and its subtitle) over its byline
