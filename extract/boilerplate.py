@@ -101,10 +101,10 @@ def has_junk(text: str) -> bool:
 
 CREDIT_WORDS = re.compile(
     r"(责任编辑|责编|编辑|作者|记者|通讯员|采写|撰文|校对|审核|审校|监制|统筹|摄影|摄像|制作|编译|供稿|"
-    r"来源|稿源|出处|原创|执笔|实习生|文/|图/|文／)")
+    r"来源|稿源|出处|原创|执笔|实习生|文/|图/|文／|文[:：]|图[:：])")
 EDGE = [re.compile(p) for p in (
     r"^[（(【\[]?\s*(本文|文章)?(来源|稿源|出处|作者|编辑|责任编辑|责编|记者|通讯员|采写|撰文|校对|"
-    r"审核|审校|监制|统筹|摄影|摄像|制作|编译|原创|执笔|文|图)\s*[:：|｜/／ ]",
+    r"审核|审校|监制|统筹|摄影|摄像|制作|编译|原创|执笔人?|文|图)\s*[:：|｜/／ ]",
     r"^[（(【\[]?\s*(本文|文章)?(来源|作者)",
     r"^.{0,16}(记者|通讯员|作者|实习生)\s*[\u4e00-\u9fffA-Za-z·]{2,8}(\s+[\u4e00-\u9fff]{2,4})*$",
     r"(供稿|摄影[/／:：]|编辑[/／:：]|责任编辑[:：])",
@@ -187,7 +187,7 @@ SENTENCE = re.compile(r"[^。！？!?]*(?:[。！？!?]+[”’」』）)]*|$)")
 
 def is_junk(line: str) -> bool:
     """A line that is never article text (a paragraph loses only its junk sentences: drop_junk_sentences)."""
-    return len(line) <= JUNK_LINE_MAX and has_junk(line)
+    return len(line) <= JUNK_LINE_MAX and (has_junk(line) or bool(RELATED_ITEM.match(line)))
 
 
 def drop_junk_sentences(line: str) -> str:
@@ -247,6 +247,9 @@ TAIL_WORDS = (r"相关新闻|相关阅读|相关报道|相关链接|相关文章
               r"热门推荐|今日推荐|精彩推荐|其他报道|更多报道|图片精选|新闻评论|热帖|热词|热门文章|往期回顾")
 # A related heading with its list on the same line: "相关报道： · 标题（2005-04-03）· 标题".
 RELATED_INLINE = re.compile(rf"^[\s【\[]*({TAIL_WORDS})[\s】\]:：]*.{{0,30}}[·•]")
+# ... or with one headline: "延伸阅读：广西骗子演绎惊天骗局", "推荐阅读 十大经理人" (a link, never the story's text: the
+# line goes, wherever it is; the story may go on under it).
+RELATED_ITEM = re.compile(rf"^[\s【\[]*({TAIL_WORDS})\s*([】\]:：]|\s)\s*[^。！？!?，,]{{4,40}}$")
 # Lines that close an article: a share bar, a disclaimer, a copyright / anti-piracy notice, a newsroom notice.
 TAIL_MARK = re.compile(
     r"^(分享(到|至)?[:：]|[【\[]?(反侵权公告|版权与免责声明|版权声明|免责声明|著作权声明|特别声明)|"

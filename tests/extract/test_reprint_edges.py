@@ -62,3 +62,25 @@ def test_sentences_are_no_edge_marks(line: str) -> None:
 @pytest.mark.parametrize("line", ["责任编辑：黄帅表示，这次改版将在下月完成。", "本报责任编辑：黄帅", "编辑部的话"])
 def test_sentences_and_other_credits_are_no_lone_editor_line(line: str) -> None:
     assert not is_lone_editor(line)
+
+
+@pytest.mark.parametrize("tail", [["文：眉间尺"], ["执笔人：闵乐夫 赵兰波 刘韬"], ["（袁源）"]],
+                         ids=["文：", "执笔人：", "name in brackets"])
+def test_a_signing_credit_under_the_last_paragraph_goes(tail: list[str]) -> None:
+    assert extract(page(PARAS + tail)).text.split("\n") == PARAS
+
+
+def test_an_ending_note_in_brackets_stays() -> None:
+    assert extract(page(PARAS + ["（未完待续）"])).text.split("\n") == PARAS + ["（未完待续）"]
+
+
+def test_a_related_link_with_its_headline_goes_inside_and_under_the_body() -> None:
+    """延伸阅读：<headline> between two paragraphs is a link to another story (the story goes on under it);
+    推荐阅读 <headline> under the last one too."""
+    lines = PARAS[:2] + ["延伸阅读：57岁小学肄业 广西骗子演绎惊天骗局"] + PARAS[2:] + ["推荐阅读 二〇〇四年十大经理人"]
+    assert extract(page(lines)).text.split("\n") == PARAS
+
+
+def test_a_sentence_that_opens_with_a_related_word_stays() -> None:
+    lines = PARAS[:2] + ["延伸阅读 是这家书店的特色服务，读者可以借阅相关书籍。"] + PARAS[2:]
+    assert extract(page(lines)).text.split("\n") == lines
