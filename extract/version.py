@@ -17,5 +17,7 @@ from __future__ import annotations
 # newsletter's sign-up prompt and a personal-opinion notice (网页内容仅为个人意见) under it are zhx29.5; a page-function
 # bar above the first paragraph, a reprint's source (摘自《…》, 转自《…》), compiled-on line and pager label (页:) at
 # the body's edges, an editor's credit alone on a line near the top, an image-credit line (图片说明：), signing credits
-# (文：…, 执笔人：…, a name in brackets) and a related link with its headline on one line (延伸阅读：…) are zhx29.6.
+# (文：…, 执笔人：…, a name in brackets), a related link with its headline on one line (延伸阅读：…), a headline with
+# its source above the body (… 来源于：…) and the text after an HTML comment inside a paragraph (extract.dom, kept)
+# are zhx29.6.
 EXTRACT_VERSION = "zhx29.6"
