@@ -32,7 +32,8 @@ from typing import Iterator
 from extract.calendars import drop_calendars
 from extract.pagehead import FOOTER, is_head_chrome, is_headline, trim_nav_runs  # noqa: F401 (trim_nav_runs: API)
 from extract.tails import (HEAD_SYMBOLS, dateline_source, drop_headline_marks, drop_trailing_labels, is_closing_line,
-                          is_dated_headline, is_dateline, is_function_bar, is_lead_in, is_link_label, is_notice_head,
+                          is_dated_headline, is_dateline, is_edge_mark, is_function_bar, is_lead_in, is_link_label,
+                          is_lone_editor, is_notice_head,
                           is_page_notice, is_posting_line, is_report_byline, is_software_footer, item_start, PERIOD_MAX,
                           mark_headline_links, repeated_widgets, teaser_list_starts, widget_key)
 
@@ -67,7 +68,7 @@ ALWAYS = [re.compile(p) for p in (
     r"^.{0,12}(您是本文第\s*\d+\s*个(阅览|访问|阅读)者|(阅读|浏览|点击)(次数|数|量)\s*[:：]?\s*\d+\s*次?)\s*$",
     r"^(【\d+】)+$",
     r"^▲.{0,80}$",
-    r"^(图|图片|图源|配图)[/:：|｜].{0,40}$",
+    r"^[\[【(（]?(图|图片|图源|配图|图片说明\d{0,2})[/:：|｜].{0,40}$",
     r"^.{0,30}(视频截图|资料图片?|图片来自网络|图片均来自网络|图片来自视频截图)[。.]?[)）]?$",
     r"^[（(]?图片来源[:：].{0,30}$",
     r"^(点击|点此)进入.{0,30}$",
@@ -100,11 +101,11 @@ def has_junk(text: str) -> bool:
 
 CREDIT_WORDS = re.compile(
     r"(责任编辑|责编|编辑|作者|记者|通讯员|采写|撰文|校对|审核|审校|监制|统筹|摄影|摄像|制作|编译|供稿|"
-    r"来源|稿源|出处|原创|执笔|实习生|文/|图/|文／)")
+    r"来源|稿源|出处|原创|执笔|实习生|文/|图/|文／|文[:：]|图[:：])")
 EDGE = [re.compile(p) for p in (
     r"^[（(【\[]?\s*(本文|文章)?(来源|稿源|出处|作者|编辑|责任编辑|责编|记者|通讯员|采写|撰文|校对|"
-    r"审核|审校|监制|统筹|摄影|摄像|制作|编译|原创|执笔|文|图)\s*[:：|｜/／ ]",
-    r"^[（(【\[]?\s*(本文|文章)?(来源|作者)",
+    r"审核|审校|监制|统筹|摄影|摄像|制作|编译|原创|执笔人?|文|图)\s*[:：|｜/／ ]",
+    r"^[（(【\[]?\s*(本文|文章)?(来源|作者)|^[^。！？!?，,]{4,50}\s(来源于?|稿源|出自|作者)\s*[:：]\s*\S{1,20}$",
     r"^.{0,16}(记者|通讯员|作者|实习生)\s*[\u4e00-\u9fffA-Za-z·]{2,8}(\s+[\u4e00-\u9fff]{2,4})*$",
     r"(供稿|摄影[/／:：]|编辑[/／:：]|责任编辑[:：])",
     r"^来源[:：]网络$",
@@ -173,10 +174,11 @@ def is_edge_junk(line: str) -> bool:
 
 def cut_at_end_mark(lines: list[str]) -> list[str]:
     """Cut at a 责任编辑 line or a '查看更多' link line in the last 40%: what follows is widgets and related news."""
-    for i in range(max(1, (len(lines) * 3) // 5), len(lines)):
+    start = max(1, (len(lines) * 3) // 5)   # above it, a lone editor's credit is dropped, not cut at
+    for i in range(start, len(lines)):
         if END_MARK.search(lines[i]) and len(lines[i]) <= EDGE_MAX_LEN:
-            return lines[:i]
-    return lines
+            return [line for line in lines[:start] if not is_lone_editor(line)] + lines[start:i]
+    return [line for line in lines[:start] if not is_lone_editor(line)] + lines[start:]
 
 
 JUNK_LINE_MAX = 200   # a longer line is a paragraph: one disclaimer sentence in it does not make it junk
@@ -185,7 +187,7 @@ SENTENCE = re.compile(r"[^。！？!?]*(?:[。！？!?]+[”’」』）)]*|$)")
 
 def is_junk(line: str) -> bool:
     """A line that is never article text (a paragraph loses only its junk sentences: drop_junk_sentences)."""
-    return len(line) <= JUNK_LINE_MAX and has_junk(line)
+    return len(line) <= JUNK_LINE_MAX and (has_junk(line) or bool(RELATED_ITEM.match(line)))
 
 
 def drop_junk_sentences(line: str) -> str:
@@ -245,6 +247,9 @@ TAIL_WORDS = (r"相关新闻|相关阅读|相关报道|相关链接|相关文章
               r"热门推荐|今日推荐|精彩推荐|其他报道|更多报道|图片精选|新闻评论|热帖|热词|热门文章|往期回顾")
 # A related heading with its list on the same line: "相关报道： · 标题（2005-04-03）· 标题".
 RELATED_INLINE = re.compile(rf"^[\s【\[]*({TAIL_WORDS})[\s】\]:：]*.{{0,30}}[·•]")
+# ... or with one headline: "延伸阅读：广西骗子演绎惊天骗局", "推荐阅读 十大经理人" (a link, never the story's text: the
+# line goes, wherever it is; the story may go on under it).
+RELATED_ITEM = re.compile(rf"^[\s【\[]*({TAIL_WORDS})\s*([】\]:：]|\s)\s*[^。！？!?，,]{{4,40}}$")
 # Lines that close an article: a share bar, a disclaimer, a copyright / anti-piracy notice, a newsroom notice.
 TAIL_MARK = re.compile(
     r"^(分享(到|至)?[:：]|[【\[]?(反侵权公告|版权与免责声明|版权声明|免责声明|著作权声明|特别声明)|"
@@ -442,7 +447,7 @@ def strip_edges(lines: list[str], head: int = 4, tail: int = 10) -> list[str]:
     """Remove credit lines while they are at the start (up to head) or the end (up to tail)."""
     def edge(line: str) -> bool:
         return is_edge_credit(line) or is_junk(line) or is_edge_junk(line) or is_rights_line(line) or is_dateline(line) \
-            or is_link_label(line) or is_report_byline(line)
+            or is_link_label(line) or is_report_byline(line) or is_edge_mark(line)
 
     i = next((k for k in range(1, HEAD_TITLES + 1) if len(lines) > k + 1 and all(map(is_title_line, lines[:k]))
               and edge(lines[k])), 0)   # the headline (and its subtitle) over its byline

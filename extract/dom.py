@@ -126,10 +126,23 @@ class Page:
         return self._walk
 
 
+INLINE_PARENTS = frozenset({"p", "span", "a", "font", "b", "strong", "em", "i", "u"})
+
+
+def drop_inline_comments(tree: lxml.html.HtmlElement) -> None:
+    """Comments inside a paragraph go and the text after them stays: trafilatura drops a comment together with that
+    text (谷歌<!--keyword-->(微博)<!--/keyword-->在2014年收购…: the sentence was lost)."""
+    for comment in list(tree.iter(etree.Comment)):
+        parent = comment.getparent()
+        if parent is not None and parent.tag in INLINE_PARENTS:
+            comment.drop_tree()
+
+
 def load(body: bytes, headers: dict | None = None) -> Page:
     """Decode (extract.encoding) and parse (lxml, html5lib when lxml lost the body) page bytes."""
     text, encoding = decode(body, headers)
     tree, parser = parse(text)
+    drop_inline_comments(tree)
     return Page(tree, encoding, parser)
 
 

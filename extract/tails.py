@@ -279,3 +279,30 @@ def repeated_widgets(lines: list[str]) -> set[str]:
             counts[key] = counts.get(key, 0) + 1
         previous = key
     return {k for k, n in counts.items() if n >= WIDGET_REPEAT}
+
+
+# Lines that close a reprinted text: where it was taken from (摘自《…》, 转自《北京科技报》), the site that compiled it
+# on a date (…网站(http://…)搜集整理于2002-09-25), a pager's label whose page links went (页: / 页码：).
+REPRINT_SOURCE = re.compile(r"^[（(【\[]?\s*(摘自|转自|选自|转载自|摘编自)\s*[《“「][^。！？!?]{0,60}$")
+COMPILED_ON = re.compile(rf"^[^。！？!?]{{0,60}}(搜集|收集|编辑)?整理于\s*{DATE}\s*$")
+PAGER_LABEL = re.compile(r"^(页|页码|分页|页次)\s*[:：]\s*[\d\s]*$")
+# A reporter's name alone in brackets under the story (（袁源）), not an ending note such as （完）, （未完待续）.
+NAME_IN_BRACKETS = re.compile(r"^[（(]\s*(?![^)）]*[完续])[\u4e00-\u9fff·]{2,4}(\s+[\u4e00-\u9fff·]{2,4}){0,2}\s*[)）]$")
+EDGE_MARK_MAX = 80
+
+
+def is_edge_mark(line: str) -> bool:
+    """A page-function bar, a reprint's source or compiled-on line, a pager label, a name in brackets: at the body's
+    edges, not text."""
+    t = line.strip()
+    return len(t) <= EDGE_MARK_MAX and bool(is_function_bar(t) or REPRINT_SOURCE.match(t) or COMPILED_ON.match(t)
+                                            or PAGER_LABEL.match(t) or NAME_IN_BRACKETS.match(t))
+
+
+# The editor's credit alone on a line ((责任编辑： 黄帅 )): never a sentence of the story, wherever it stands.
+LONE_EDITOR = re.compile(r"^[（(【\[]?\s*(责任编辑|责编)\s*[:：]\s*[^\s。！？，,]{1,12}(\s+[^\s。！？，,]{1,12}){0,2}\s*[)）】\]]?$")
+
+
+def is_lone_editor(line: str) -> bool:
+    """An editor's credit on a line of its own, with nothing but a name or two."""
+    return "编" in line and len(line) <= EDGE_MARK_MAX and bool(LONE_EDITOR.match(line.strip()))

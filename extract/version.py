@@ -14,5 +14,10 @@ from __future__ import annotations
 # given back one paragraph per line (extract.cells), blog posting lines and paragraphs that name a copyright holder
 # (no footer), English date stamps and » in titles are zhx29.4; a headline and its subtitle (one may ask a question) over
 # the byline, trainee bylines (本报实习生) and a newspaper's dateline (2003-7-24 钱江晚报) at the body's start, a
-# newsletter's sign-up prompt and a personal-opinion notice (网页内容仅为个人意见) under it are zhx29.5.
-EXTRACT_VERSION = "zhx29.5"
+# newsletter's sign-up prompt and a personal-opinion notice (网页内容仅为个人意见) under it are zhx29.5; a page-function
+# bar above the first paragraph, a reprint's source (摘自《…》, 转自《…》), compiled-on line and pager label (页:) at
+# the body's edges, an editor's credit alone on a line near the top, an image-credit line (图片说明：), signing credits
+# (文：…, 执笔人：…, a name in brackets), a related link with its headline on one line (延伸阅读：…), a headline with
+# its source above the body (… 来源于：…) and the text after an HTML comment inside a paragraph (extract.dom, kept)
+# are zhx29.6.
+EXTRACT_VERSION = "zhx29.6"
