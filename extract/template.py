@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import re
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
+
+logger = logging.getLogger(__name__)
 
 SPACE = re.compile(r"\s+")
 
@@ -186,13 +188,13 @@ class HeldTemplates:
             return
         released = self._watch()
         self.waiting += 1
+        waits = [asyncio.ensure_future(ready.wait()), asyncio.ensure_future(released.wait())]
         try:
-            waits = [asyncio.ensure_future(ready.wait()), asyncio.ensure_future(released.wait())]
             await asyncio.wait(waits, timeout=self.warmup_seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:   # also when the page itself is cancelled (the crawl stopped): nothing left pending
+            self.waiting -= 1
             for waiting in waits:
                 waiting.cancel()
-        finally:
-            self.waiting -= 1
         ready.set()  # a small site, or nothing more to come: what is known by now is its template
 
     def _watch(self) -> asyncio.Event:
@@ -203,16 +205,24 @@ class HeldTemplates:
             self.watcher = asyncio.ensure_future(self._watching())
         return self.released
 
+    def _drained(self) -> bool:
+        """The crawl's answer; one it cannot give (an error) is "not drained": the page waits out the warm-up."""
+        try:
+            return bool(self.drained())
+        except Exception as exc:
+            logger.warning("cannot tell whether the crawl has more pages (%s): waiting pages wait out the warm-up", exc)
+            return False
+
     async def _watching(self) -> None:
         """Ask the crawl while pages wait; two drained answers in a row release the pages waiting then."""
-        before = self.drained()   # asked as the first page arrives, not a check later
+        before = self._drained()   # asked as the first page arrives, not a check later
         while self.waiting:
             for _ in range(self.CONFIRM_TURNS):
                 await asyncio.sleep(0)
             await asyncio.sleep(self.CHECK_SECONDS)
             if not self.waiting:
                 return
-            now = self.drained()
+            now = self._drained()
             if before and now:
                 released, self.released = self.released, asyncio.Event()
                 released.set()

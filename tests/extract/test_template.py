@@ -174,6 +174,31 @@ def test_one_watcher_asks_the_crawl_however_many_pages_wait():
     assert released_after < 5.0 and held.watcher.done()
 
 
+def test_a_waiting_page_cancelled_with_its_crawl_leaves_nothing_pending():
+    """A crawl stopped while pages wait cancels them: the watcher ends and no wait is left on the loop."""
+    held = HeldTemplates(SiteTemplates(), warmup_seconds=30.0, drained=lambda: False)
+
+    async def crawl():
+        page = asyncio.ensure_future(held.strip("lone", "标题", ["一个只有一页的网站上的一篇新闻正文。" * 3]))
+        await asyncio.sleep(0.05)
+        page.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await page
+        await asyncio.sleep(2 * HeldTemplates.CHECK_SECONDS)
+        return [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+
+    assert asyncio.run(crawl()) == [] and held.waiting == 0 and held.watcher.done()
+
+
+def test_a_crawl_that_cannot_say_whether_it_is_drained_is_taken_as_busy(caplog):
+    """An error from the crawl's answer is logged; the page waits out its warm-up instead of failing."""
+    def drained() -> bool:
+        raise RuntimeError("engine gone")
+
+    assert _lone_page_wait(drained, warmup=0.3) >= 0.3
+    assert "cannot tell whether the crawl has more pages" in caplog.text
+
+
 def test_a_page_waits_while_the_crawl_may_still_bring_pages_of_its_site():
     """While the crawl is busy (not drained) the first page waits for the warm-up, as before."""
     assert _lone_page_wait(lambda: False, warmup=0.6) >= 0.6
