@@ -1,6 +1,7 @@
 """Middlewares of the project: crawl limits that say what they cut, and robots.txt read once a site."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,9 +35,11 @@ class RobotsTxtReuse:
     ROBOTSTXT_OBEY: nothing fetches robots.txt then but the spider."""
 
     MAX_BYTES = 512 * 1024   # a robots.txt kept for the spider; Google reads at most 500 KiB of one
+    MAX_SITES = 256          # kept at once: a spider that never asks (sitemaps off) holds no more than these
 
-    def __init__(self) -> None:
-        self.fetched: dict[str, Any] = {}
+    def __init__(self, max_sites: int = MAX_SITES) -> None:
+        self.fetched: OrderedDict[str, Any] = OrderedDict()
+        self.max_sites = max_sites
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> "RobotsTxtReuse":
@@ -59,6 +62,8 @@ class RobotsTxtReuse:
         if request.meta.get("dont_obey_robotstxt") and _is_robots(request.url) \
                 and len(response.body) <= self.MAX_BYTES:
             self.fetched[request.url] = response
+            if len(self.fetched) > self.max_sites:   # the oldest is downloaded again if the spider asks after all
+                self.fetched.popitem(last=False)
         return response
 
 
