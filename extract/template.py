@@ -41,8 +41,11 @@ SPACE = re.compile(r"\s+")
 def line_key(line: str) -> int:
     """Deterministic 64-bit key of a line with whitespace removed (digits kept: 10月CPI上涨2.1% and
     11月CPI上涨1.8% are different sentences, and numbered lines tell stories apart)."""
-    norm = SPACE.sub("", line or "")
-    return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "big")
+    return _bare_key(SPACE.sub("", line or ""))
+
+
+def _bare_key(bare: str) -> int:
+    return int.from_bytes(hashlib.blake2b(bare.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def _title_key(title: str | None) -> int:
@@ -65,6 +68,24 @@ class SiteModel:
     lines: OrderedDict = field(default_factory=OrderedDict)
     page_keys: OrderedDict = field(default_factory=OrderedDict)
     pages: int = 0
+
+
+@dataclass(frozen=True)
+class PageLines:
+    """A page's lines with each one's key and length without whitespace, computed once: a held page is
+    counted, waits, then is stripped, and the crawl's event loop would key every line three times."""
+
+    lines: list[str]
+    keys: list[int]
+    chars: list[int]
+    page_key: int   # line_key of the whole text: a page counted once, however often it is fetched
+
+    @classmethod
+    def of(cls, lines: "list[str] | PageLines") -> "PageLines":
+        if isinstance(lines, PageLines):
+            return lines
+        bare = [SPACE.sub("", x or "") for x in lines]
+        return cls(list(lines), [_bare_key(b) for b in bare], [len(b) for b in bare], _bare_key("".join(bare)))
 
 
 @dataclass
@@ -100,13 +121,12 @@ class SiteTemplates:
         self.sites.move_to_end(name)
         return model
 
-    def observe(self, site: str, title: str | None, lines: list[str]) -> dict[int, LineStat]:
+    def observe(self, site: str, title: str | None, lines: list[str] | PageLines) -> dict[int, LineStat]:
         """Count the page's distinct lines on the site (once per distinct page text); their stats."""
-        model = self.site(site)
-        keys = {line_key(x): x for x in lines if len(SPACE.sub("", x)) >= self.min_line}
-        page_key = line_key("\n".join(lines))
-        fresh = page_key not in model.page_keys
-        _touch(model.page_keys, page_key, True, self.max_lines)
+        model, page = self.site(site), PageLines.of(lines)
+        keys = dict.fromkeys(k for k, n in zip(page.keys, page.chars) if n >= self.min_line)
+        fresh = page.page_key not in model.page_keys
+        _touch(model.page_keys, page.page_key, True, self.max_lines)
         if fresh:
             model.pages += 1
         tkey = _title_key(title)
@@ -132,24 +152,26 @@ class SiteTemplates:
         """Distinct pages of the site counted so far."""
         return self.site(site).pages
 
-    def strip(self, site: str, title: str | None, lines: list[str], learn: bool = True) -> Stripped:
+    def strip(self, site: str, title: str | None, lines: list[str] | PageLines, learn: bool = True) -> Stripped:
         """Learn from the page's lines (unless already observed), then drop the site's template lines
         (unless too little would be left)."""
+        page = PageLines.of(lines)
         if learn:
-            stats = self.observe(site, title, lines)
+            stats = self.observe(site, title, page)
         else:
             model = self.site(site)
-            stats = {k: s for k in (line_key(x) for x in lines) if (s := model.lines.get(k)) is not None}
-        kept, removed, removed_chars = [], 0, 0
-        for line in lines:
-            stat = stats.get(line_key(line))
+            stats = {k: s for k in page.keys if (s := model.lines.get(k)) is not None}
+        kept, kept_chars, removed, removed_chars = [], 0, 0, 0
+        for line, key, chars in zip(page.lines, page.keys, page.chars):
+            stat = stats.get(key)
             if stat is not None and self.is_template(stat, title):
                 removed += 1
-                removed_chars += len(SPACE.sub("", line))
+                removed_chars += chars
             else:
                 kept.append(line)
-        if removed and sum(len(SPACE.sub("", x)) for x in kept) < self.min_keep:
-            return Stripped(list(lines), 0, 0)
+                kept_chars += chars
+        if removed and kept_chars < self.min_keep:
+            return Stripped(list(page.lines), 0, 0)
         return Stripped(kept, removed, removed_chars)
 
 
@@ -176,9 +198,10 @@ class HeldTemplates:
 
     async def strip(self, site: str, title: str | None, lines: list[str]) -> Stripped:
         """Learn from the page, wait while the site is still too new, then drop its template lines."""
-        self.templates.observe(site, title, lines)
+        page = PageLines.of(lines)
+        self.templates.observe(site, title, page)
         await self._wait(site)
-        return self.templates.strip(site, title, lines, learn=False)
+        return self.templates.strip(site, title, page, learn=False)
 
     async def _wait(self, site: str) -> None:
         ready = self.ready.setdefault(site, asyncio.Event())

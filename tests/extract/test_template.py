@@ -7,7 +7,7 @@ import time
 import pytest
 
 from benchmarks.template_site import COPIED, N_LONG, N_STORIES, template_sites
-from extract.template import HeldTemplates, SiteTemplates, line_key
+from extract.template import HeldTemplates, PageLines, SiteTemplates, line_key
 from pipelines.drops import SkippedItem
 from pipelines.extract import ExtractPipeline
 
@@ -202,3 +202,17 @@ def test_a_crawl_that_cannot_say_whether_it_is_drained_is_taken_as_busy(caplog):
 def test_a_page_waits_while_the_crawl_may_still_bring_pages_of_its_site():
     """While the crawl is busy (not drained) the first page waits for the warm-up, as before."""
     assert _lone_page_wait(lambda: False, warmup=0.6) >= 0.6
+
+
+def test_page_lines_key_each_line_as_line_key_does_and_strip_the_same():
+    """A page keyed once (PageLines) is counted and stripped exactly as its plain lines are."""
+    page = STORIES[0] + [" 相关 阅读：\t更多新闻请点击这里", ""] + BLOCK
+    keyed = PageLines.of(page)
+    assert keyed.keys == [line_key(x) for x in page]
+    assert keyed.page_key == line_key("\n".join(page))
+    assert keyed.chars == [len("".join(x.split())) for x in page]
+    plain, once = SiteTemplates(min_keep=20), SiteTemplates(min_keep=20)
+    for i, story in enumerate(STORIES):
+        lines = story + BLOCK
+        assert plain.strip("a", f"标题{i}", lines) == once.strip("a", f"标题{i}", PageLines.of(lines))
+    assert plain.sites["a"] == once.sites["a"]
