@@ -138,11 +138,56 @@ def drop_inline_comments(tree: lxml.html.HtmlElement) -> None:
             comment.drop_tree()
 
 
+# Inline elements: a run of them (and of bare text) between a container's blocks reads as one paragraph.
+INLINE_TAGS = frozenset({"font", "span", "b", "strong", "em", "i", "u", "a", "sub", "sup", "small", "big", "br",
+                         "img", "o:p", "st1:chsdate", "st1:chmetcnv", "st1:personname"})
+RUN_BREAKERS = ("p", "div", "table", "ul", "ol", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "pre")
+ORPHAN_MIN = 10              # a run of at least this many characters outside the paragraphs is one of its own
+
+
+def wrap_orphan_runs(tree: lxml.html.HtmlElement) -> None:
+    """Text between the paragraphs of a container whose paragraphs hold a <br> becomes a paragraph of its own:
+    trafilatura drops it there (<p>…<br>…</p><font>1956年生人，…</font><p>…</p>: the sentence was lost; without the
+    <br> it is kept).  Word-pasted pages misnest <span><p>…</p></span><font>…</font> and leave such runs."""
+    containers = {p.getparent() for p in tree.iter("p")}
+    containers.discard(None)
+    for box in containers:
+        if not isinstance(box.tag, str) or box.tag in ("p", "a", "html"):
+            continue
+        runs: list[tuple[lxml.html.HtmlElement | None, list]] = []   # (block before the run, inline nodes)
+        prev, run = None, []
+        for child in box:
+            tag = child.tag if isinstance(child.tag, str) else ""
+            if tag in INLINE_TAGS and next(child.iter(*RUN_BREAKERS), None) is None:
+                run.append(child)
+                continue
+            if tag:   # a block (comments stay where they are, inside or outside a run)
+                runs.append((prev, run))
+                prev, run = child, []
+        runs.append((prev, run))
+        for before, nodes in runs:
+            lead = box.text if before is None else before.tail
+            text = (lead or "") + "".join(n.text_content() + (n.tail or "") for n in nodes)
+            if len("".join(text.split())) < ORPHAN_MIN:
+                continue
+            para = etree.Element("p")
+            para.text = lead
+            if before is None:
+                box.text = None
+                box.insert(0, para)
+            else:
+                before.tail = None
+                before.addnext(para)
+            for n in nodes:
+                para.append(n)   # moves the node with its tail: the run's text stays in the paragraph
+
+
 def load(body: bytes, headers: dict | None = None) -> Page:
     """Decode (extract.encoding) and parse (lxml, html5lib when lxml lost the body) page bytes."""
     text, encoding = decode(body, headers)
     tree, parser = parse(text)
     drop_inline_comments(tree)
+    wrap_orphan_runs(tree)
     return Page(tree, encoding, parser)
 
 
