@@ -350,7 +350,7 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
     raw_alt = second_opinion(tree)
     if not alt_can_win(raw_alt, text, density):
         return text, "trafilatura", density, lines
-    alt = "\n".join(drop_link_runs(clean(raw_alt, anchors).split("\n"), anchors))
+    alt = "\n".join(drop_link_runs(trim_nav_runs(clean(raw_alt, anchors).split("\n"), anchors), anchors))
     if not alt or is_footer(alt):
         return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)
