@@ -145,14 +145,21 @@ RUN_BREAKERS = ("p", "div", "table", "ul", "ol", "blockquote", "h1", "h2", "h3",
 ORPHAN_MIN = 10              # a run of at least this many characters outside the paragraphs is one of its own
 
 
+def has_orphans(box: lxml.html.HtmlElement) -> bool:
+    """Whether a container holds text or inline elements beside its blocks (most hold paragraphs and whitespace)."""
+    if box.text and not box.text.isspace():
+        return True
+    return any((child.tail and not child.tail.isspace()) or child.tag in INLINE_TAGS for child in box)
+
+
 def wrap_orphan_runs(tree: lxml.html.HtmlElement) -> None:
-    """Text between the paragraphs of a container whose paragraphs hold a <br> becomes a paragraph of its own:
-    trafilatura drops it there (<p>…<br>…</p><font>1956年生人，…</font><p>…</p>: the sentence was lost; without the
-    <br> it is kept).  Word-pasted pages misnest <span><p>…</p></span><font>…</font> and leave such runs."""
+    """Text between the paragraphs of a container (bare text and inline elements, ORPHAN_MIN+ characters) becomes a
+    paragraph of its own: trafilatura drops it once the page has enough paragraph text (<span><p>…</p></span><font>
+    1956年生人，…</font><p>…</p>: Word-pasted pages misnest their paragraphs so, and the sentence was lost)."""
     containers = {p.getparent() for p in tree.iter("p")}
     containers.discard(None)
     for box in containers:
-        if not isinstance(box.tag, str) or box.tag in ("p", "a", "html"):
+        if not isinstance(box.tag, str) or box.tag in ("p", "a", "html") or not has_orphans(box):
             continue
         runs: list[tuple[lxml.html.HtmlElement | None, list]] = []   # (block before the run, inline nodes)
         prev, run = None, []
