@@ -164,17 +164,17 @@ def wrap_orphan_runs(tree: lxml.html.HtmlElement) -> None:
         runs: list[tuple[lxml.html.HtmlElement | None, list]] = []   # (block before the run, inline nodes)
         prev, run = None, []
         for child in box:
-            tag = child.tag if isinstance(child.tag, str) else ""
-            if tag in INLINE_TAGS and next(child.iter(*RUN_BREAKERS), None) is None:
-                run.append(child)
+            if not isinstance(child.tag, str) or (child.tag in INLINE_TAGS
+                                                  and next(child.iter(*RUN_BREAKERS), None) is None):
+                run.append(child)   # an inline element, or a comment with the text after it
                 continue
-            if tag:   # a block (comments stay where they are, inside or outside a run)
-                runs.append((prev, run))
-                prev, run = child, []
+            runs.append((prev, run))   # a block ends the run
+            prev, run = child, []
         runs.append((prev, run))
         for before, nodes in runs:
             lead = box.text if before is None else before.tail
-            text = (lead or "") + "".join(n.text_content() + (n.tail or "") for n in nodes)
+            text = (lead or "") + "".join((n.text_content() if isinstance(n.tag, str) else "") + (n.tail or "")
+                                          for n in nodes)
             if len("".join(text.split())) < ORPHAN_MIN:
                 continue
             para = etree.Element("p")

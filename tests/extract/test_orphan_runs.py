@@ -49,3 +49,13 @@ def test_wrapping_again_changes_nothing() -> None:
     before = [el.tag for el in tree.iter()]
     wrap_orphan_runs(tree)
     assert [el.tag for el in tree.iter()] == before
+
+
+def test_a_comment_inside_a_run_stays_in_its_place() -> None:
+    """A template's comment between two inline parts of the run goes into the paragraph with them: the text after it
+    is not moved behind the rest of the run."""
+    tree = load("<html><body><div><p>第一段的文字在这里。</p>段落之间<!-- c -->的文字，<b>加粗的</b>也在内。"
+                "<p>第二段的文字在这里。</p><!-- end --> </div></body></html>".encode("utf-8")).tree
+    div = tree.find(".//div")
+    assert [el.tag for el in div if isinstance(el.tag, str)] == ["p", "p", "p"]
+    assert div[1].text_content() == "段落之间的文字，加粗的也在内。"
