@@ -23,7 +23,8 @@ Steps:
    built in) or trafilatura (comments off, fast heuristics);
 5. a table row that trafilatura wrote as one line is given back as its cell's paragraphs (extract.cells), then the
    Chinese boilerplate post-filter (extract.boilerplate, extract.pagehead, extract.tails);
-6. second opinion when the body is short, link-dense or list-like: the densest text block of the page
+6. second opinion when the body is short, link-dense or list-like (also a page run together on one line by
+   trafilatura's baseline, whose link texts sit inside the line: dump_link_share): the densest text block of the page
    (extract.dom.densest_block) with the prose blocks right beside it (a poem above its translation), taken when it is itself not link-dense and not tiny, never when it is a
    footer (copyright, ICP licence, contact lines), and not when the lines it would drop are the ones about
    the headline (a short story beside a longer block of something else);
@@ -342,12 +343,14 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
     lines = split_cells(lines, tree)
     text = "\n".join(drop_link_runs(trim_nav_runs(clean(lines, anchors).split("\n"), anchors), anchors))
     density = max(density, link_density(text, anchors))
+    if dump_link_share(text, anchors) >= LINK_DENSE:   # the page run together on a line: any block of it is better
+        density = max(density, DUMP_DENSITY)
     if fast or (visible_len(text) >= SECOND_OPINION_CHARS and density < LINK_DENSE and not looks_like_list(text)):
         return text, "trafilatura", density, lines
     raw_alt = second_opinion(tree)
     if not alt_can_win(raw_alt, text, density):
         return text, "trafilatura", density, lines
-    alt = "\n".join(drop_link_runs(clean(raw_alt, anchors).split("\n"), anchors))
+    alt = "\n".join(drop_link_runs(trim_nav_runs(clean(raw_alt, anchors).split("\n"), anchors), anchors))
     if not alt or is_footer(alt):
         return text, "trafilatura", density, lines
     alt_density = link_density(alt, anchors)
@@ -360,6 +363,25 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
             return text, "trafilatura", density, lines
         return alt, "density", alt_density, lines
     return text, "trafilatura", density, lines
+
+
+DUMP_LINES = 2               # a body of at most this many lines ...
+DUMP_MIN = 300               # ... one of them this long, may be the page's text run together on one line
+DUMP_ANCHOR = 4              # link texts this long found inside it count as its link text
+DUMP_DENSITY = 0.5           # such a line with LINK_DENSE of link text is as doubtful as a body half made of links
+
+
+def dump_link_share(text: str, anchors: set[str] | frozenset) -> float:
+    """Share of link text inside a body of one or two long lines: trafilatura's baseline gives a short story's page
+    back as one line (headline, share buttons, the story, a list of linked headlines), where no line is a link's text
+    on its own and link_density sees none of it."""
+    lines = text.split("\n")
+    if len(lines) > DUMP_LINES or not anchors:
+        return 0.0
+    t = "".join(text.split())
+    if len(t) < DUMP_MIN:
+        return 0.0
+    return min(1.0, sum(len(a) for a in anchors if len(a) >= DUMP_ANCHOR and a in t) / len(t))
 
 
 def alt_can_win(raw_alt: list[str], text: str, density: float) -> bool:

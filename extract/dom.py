@@ -138,11 +138,63 @@ def drop_inline_comments(tree: lxml.html.HtmlElement) -> None:
             comment.drop_tree()
 
 
+# Inline elements: a run of them (and of bare text) between a container's blocks reads as one paragraph.
+INLINE_TAGS = frozenset({"font", "span", "b", "strong", "em", "i", "u", "a", "sub", "sup", "small", "big", "br",
+                         "img", "o:p", "st1:chsdate", "st1:chmetcnv", "st1:personname"})
+RUN_BREAKERS = ("p", "div", "table", "ul", "ol", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "pre")
+ORPHAN_MIN = 10              # a run of at least this many characters outside the paragraphs is one of its own
+
+
+def has_orphans(box: lxml.html.HtmlElement) -> bool:
+    """Whether a container holds text or inline elements beside its blocks (most hold paragraphs and whitespace)."""
+    if box.text and not box.text.isspace():
+        return True
+    return any((child.tail and not child.tail.isspace()) or child.tag in INLINE_TAGS for child in box)
+
+
+def wrap_orphan_runs(tree: lxml.html.HtmlElement) -> None:
+    """Text between the paragraphs of a container (bare text and inline elements, ORPHAN_MIN+ characters) becomes a
+    paragraph of its own: trafilatura drops it once the page has enough paragraph text (<span><p>…</p></span><font>
+    1956年生人，…</font><p>…</p>: Word-pasted pages misnest their paragraphs so, and the sentence was lost)."""
+    containers = {p.getparent() for p in tree.iter("p")}
+    containers.discard(None)
+    for box in containers:
+        if not isinstance(box.tag, str) or box.tag in ("p", "a", "html") or not has_orphans(box):
+            continue
+        runs: list[tuple[lxml.html.HtmlElement | None, list]] = []   # (block before the run, inline nodes)
+        prev, run = None, []
+        for child in box:
+            if not isinstance(child.tag, str) or (child.tag in INLINE_TAGS
+                                                  and next(child.iter(*RUN_BREAKERS), None) is None):
+                run.append(child)   # an inline element, or a comment with the text after it
+                continue
+            runs.append((prev, run))   # a block ends the run
+            prev, run = child, []
+        runs.append((prev, run))
+        for before, nodes in runs:
+            lead = box.text if before is None else before.tail
+            text = (lead or "") + "".join((n.text_content() if isinstance(n.tag, str) else "") + (n.tail or "")
+                                          for n in nodes)
+            if len("".join(text.split())) < ORPHAN_MIN:
+                continue
+            para = etree.Element("p")
+            para.text = lead
+            if before is None:
+                box.text = None
+                box.insert(0, para)
+            else:
+                before.tail = None
+                before.addnext(para)
+            for n in nodes:
+                para.append(n)   # moves the node with its tail: the run's text stays in the paragraph
+
+
 def load(body: bytes, headers: dict | None = None) -> Page:
     """Decode (extract.encoding) and parse (lxml, html5lib when lxml lost the body) page bytes."""
     text, encoding = decode(body, headers)
     tree, parser = parse(text)
     drop_inline_comments(tree)
+    wrap_orphan_runs(tree)
     return Page(tree, encoding, parser)
 
 

@@ -288,15 +288,23 @@ COMPILED_ON = re.compile(rf"^[^。！？!?]{{0,60}}(搜集|收集|编辑)?整理
 PAGER_LABEL = re.compile(r"^(页|页码|分页|页次)\s*[:：]\s*[\d\s]*$")
 # A reporter's name alone in brackets under the story (（袁源）), not an ending note such as （完）, （未完待续）.
 NAME_IN_BRACKETS = re.compile(r"^[（(]\s*(?![^)）]*[完续])[\u4e00-\u9fff·]{2,4}(\s+[\u4e00-\u9fff·]{2,4}){0,2}\s*[)）]$")
+# A prompt to the reader under a story: download the app, join the fan page, follow the account, become a paying member
+# (还想看更多新闻吗？欢迎下载…APP，…; 看更多！请加入…粉丝团; …建议您加入…付费会员…) -- an invitation verb and what
+# it invites to, on a short line.
+READER_PROMPT = re.compile(r"(欢迎|请|立即|马上|赶快|快来?|建议您)\s*(下载|安装|加入|关注|订阅|按赞|点赞)[^。！？!?]{0,24}"
+                           r"(APP|App|app|客户端|粉丝团|粉丝专页|粉丝页|公众号|官方账号|官方帐号|付费会员)")
+# A story's tags as hashtags, alone on a line (#上吊 #自杀 #士林区).
+HASHTAGS = re.compile(r"^#[^\s#]{1,20}(\s*#[^\s#]{1,20})+$")
 EDGE_MARK_MAX = 80
 
 
 def is_edge_mark(line: str) -> bool:
-    """A page-function bar, a reprint's source or compiled-on line, a pager label, a name in brackets: at the body's
-    edges, not text."""
+    """A page-function bar, a reprint's source or compiled-on line, a pager label, a name in brackets, a prompt to
+    the reader (download the app, join the fan page), a line of hashtags: at the body's edges, not text."""
     t = line.strip()
     return len(t) <= EDGE_MARK_MAX and bool(is_function_bar(t) or REPRINT_SOURCE.match(t) or COMPILED_ON.match(t)
-                                            or PAGER_LABEL.match(t) or NAME_IN_BRACKETS.match(t))
+                                            or PAGER_LABEL.match(t) or NAME_IN_BRACKETS.match(t)
+                                            or READER_PROMPT.search(t) or HASHTAGS.match(t))
 
 
 # The editor's credit alone on a line ((责任编辑： 黄帅 )): never a sentence of the story, wherever it stands.

@@ -19,5 +19,9 @@ from __future__ import annotations
 # the body's edges, an editor's credit alone on a line near the top, an image-credit line (图片说明：), signing credits
 # (文：…, 执笔人：…, a name in brackets), a related link with its headline on one line (延伸阅读：…), a headline with
 # its source above the body (… 来源于：…) and the text after an HTML comment inside a paragraph (extract.dom, kept)
-# are zhx29.6.
-EXTRACT_VERSION = "zhx29.6"
+# are zhx29.6; text between a container's paragraphs made a paragraph of its own (extract.dom.wrap_orphan_runs:
+# trafilatura dropped it), a page run together on one line by trafilatura's baseline judged by the link texts inside it
+# (extract.article.dump_link_share), the densest block's navigation runs trimmed, 重点推荐/编辑推荐/精品推荐/推荐文章
+# headings, prompts to the reader (欢迎下载…APP, 请加入…粉丝团, 建议您加入…付费会员) and hashtag lines at the edges are
+# zhx29.7.
+EXTRACT_VERSION = "zhx29.7"

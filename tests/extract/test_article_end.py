@@ -35,7 +35,7 @@ def test_dated_headline_lists_after_the_body_are_cut(tail: list[str]) -> None:
     assert clean_lines(BODY + tail) == BODY
 
 
-@pytest.mark.parametrize("head", ["为你推荐", "新闻评论", "热帖", "热词"])
+@pytest.mark.parametrize("head", ["为你推荐", "新闻评论", "热帖", "热词", "重点推荐", "编辑推荐", "精品推荐", "推荐文章"])
 def test_recommendation_headings_cut_the_block_below(head: str) -> None:
     assert clean_lines(BODY + [head, "央行开展逆回购操作", "多地出台楼市新政", "共享单车押金难退"]) == BODY
 
@@ -140,3 +140,12 @@ def test_a_newsletter_prompt_or_a_personal_opinion_notice_under_the_body_goes(ta
 def test_a_paragraph_that_names_a_newsletter_stays() -> None:
     lines = BODY + ["该报的电子报每天早上七点发出，订阅人数已经超过十万，编辑部为此增加了两名值班编辑。"]
     assert clean_lines(lines) == lines
+
+
+def test_a_recommendation_heading_over_labelled_columns_ends_the_article_with_the_labels_above_it() -> None:
+    """重点推荐 over columns (a label, then its two headlines, undated): the portal's app promotion labels above it go
+    with it, whatever the page's links are."""
+    tail = ["财经频道", "会赚钱的客户端：", "重点推荐", "更多精彩资讯请点击 股票频道", "证券要闻", "沪指3周重挫近30% 券商齐聚",
+            "五大招救市 千亿资金输血市场", "行业动态", "航空股迎来旺季 业绩向好", "光伏产业获政策扶持", "公司新闻",
+            "老窖换届新目标遭质疑", "家电厂商抱团战互联网电视"]
+    assert clean_lines(BODY[:2] + tail) == BODY[:2]

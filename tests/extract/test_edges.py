@@ -178,3 +178,23 @@ def test_pages_parse_with_one_element_class_chosen_in_c() -> None:
                 .encode("utf-8")).tree
     assert {type(el) for el in tree.iter()} == {lxml.html.HtmlElement}
     assert tree.find(".//p").text_content() == "正文。链接"
+
+
+@pytest.mark.parametrize("tail", [
+    ["还想看更多新闻吗？欢迎下载某某时报APP，现在看新闻还能抽奖，共9万个中奖机会等着你：", "看更多！请加入某某时报粉丝团"],
+    ["#上吊 #自杀 #葫芦 #北市 #士林区"],
+    ["更多精彩内容，请关注某某日报微信公众号"],
+    ["您所浏览的新闻已过查询时效。建议您加入某某社付费会员找寻您要的新闻。"],
+])
+def test_prompts_to_the_reader_and_hashtags_under_the_story_go(tail: list[str]) -> None:
+    assert clean_lines(BODY + tail) == BODY
+
+
+@pytest.mark.parametrize("last", [
+    "市民可下载“随申办”APP，在线预约办理相关业务，也可以拨打热线电话咨询。",
+    "活动期间，欢迎市民前往现场参观体验，主办方提醒请关注天气变化，注意防暑。",
+    "他说，公司会继续关注用户的反馈，下一版客户端将在月底上线。",
+    "业内人士建议消费者谨慎加入各类付费会员，以免权益受损。",
+])
+def test_a_last_paragraph_about_an_app_or_an_account_stays(last: str) -> None:
+    assert clean_lines(BODY + [last]) == BODY + [last]
