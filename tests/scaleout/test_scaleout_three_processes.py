@@ -66,8 +66,12 @@ def result_base(url: str) -> str:
     return "/".join(url.split("/", 3)[:3])
 
 
-def test_every_story_stored_once_and_copies_recorded(crawl):
-    """20 pages kept (one per story), 40 duplicates, each naming the kept page of its own story."""
+def test_every_story_stored_once_and_copies_recorded(crawl, request):
+    """20 pages kept (one per story), 40 duplicates, each naming the kept page of its own story. On a cluster a
+    copy may be found by its passages: three copies racing through the per-slot SimHash steps can each see the
+    others leave (docs/scale-out.md, the chain case), and the passage step, the net under it, then names the
+    original; one Redis checks and inserts in one script, so there it is always the hash or the SimHash."""
+    methods = ("exact", "near") if request.node.callspec.params["crawl"] == "single" else ("exact", "near", "passages")
     store, _, result = crawl
     pages = list(store.pages.find({}, {"url": 1}))
     kept = Counter(_story_of(p["url"]) for p in pages)
@@ -81,7 +85,7 @@ def test_every_story_stored_once_and_copies_recorded(crawl):
         # DedupPipeline names the original by URL when it finds it; when another process has claimed the
         # original in Redis but not yet saved it to MongoDB it writes "page <id>" (see docs/scale-out.md)
         assert d["original_url"] in (original["url"], f"page {original['_id']}"), d
-        assert d["method"] in ("exact", "near")
+        assert d["method"] in methods, d
     stored = sum(w.counts.get("stored", 0) for w in result["workers"])
-    dropped = sum(w.counts.get("dropped/exact", 0) + w.counts.get("dropped/near", 0) for w in result["workers"])
+    dropped = sum(w.counts.get(f"dropped/{m}", 0) for w in result["workers"] for m in methods)
     assert (stored, dropped) == (STORIES, 2 * STORIES)
