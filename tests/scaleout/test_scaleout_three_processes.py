@@ -66,12 +66,13 @@ def result_base(url: str) -> str:
     return "/".join(url.split("/", 3)[:3])
 
 
-def test_every_story_stored_once_and_copies_recorded(crawl, request):
-    """20 pages kept (one per story), 40 duplicates, each naming the kept page of its own story. On a cluster a
-    copy may be found by its passages: three copies racing through the per-slot SimHash steps can each see the
-    others leave (docs/scale-out.md, the chain case), and the passage step, the net under it, then names the
-    original; one Redis checks and inserts in one script, so there it is always the hash or the SimHash."""
-    methods = ("exact", "near") if request.node.callspec.params["crawl"] == "single" else ("exact", "near", "passages")
+def test_every_story_stored_once_and_copies_recorded(crawl):
+    """20 pages kept (one per story), 40 duplicates, each naming the kept page of its own story. How a copy is
+    found depends on timing, what it points to does not: each process learns a host's template from the pages it
+    fetched, so the boilerplate copy's text keeps the host's lines or not (exact 6-20 of 40 in five loaded runs), and
+    on a cluster three copies racing through the per-slot SimHash steps can each see the others leave (the chain
+    case of docs/scale-out.md); the passage step then names the original (seen once in a loaded fresh-clone run)."""
+    methods = ("exact", "near", "passages")
     store, _, result = crawl
     pages = list(store.pages.find({}, {"url": 1}))
     kept = Counter(_story_of(p["url"]) for p in pages)
