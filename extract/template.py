@@ -45,6 +45,7 @@ def line_key(line: str) -> int:
 
 
 def _bare_key(bare: str) -> int:
+    """line_key of a line whose whitespace is removed already."""
     return int.from_bytes(hashlib.blake2b(bare.encode("utf-8"), digest_size=8).digest(), "big")
 
 
@@ -82,6 +83,7 @@ class PageLines:
 
     @classmethod
     def of(cls, lines: "list[str] | PageLines") -> "PageLines":
+        """The page's lines keyed (lines keyed already are returned as they are)."""
         if isinstance(lines, PageLines):
             return lines
         bare = [SPACE.sub("", x or "") for x in lines]
