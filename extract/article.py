@@ -41,7 +41,7 @@ import lxml.html
 from extract.cells import split_cells
 from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges
 from extract.pagehead import trim_nav_runs
-from extract.linklists import drop_link_runs
+from extract.linklists import DUMP_DENSITY, drop_link_runs, dump_link_share, link_density
 from extract.tails import HEADLINE_LINK, is_headline_link
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
 from extract.pagekind import MIN_PROSE, is_soft_404
@@ -212,17 +212,6 @@ def language_of(tree: lxml.html.HtmlElement, text: str) -> str | None:
     return None
 
 
-def link_density(text: str, anchors: set[str]) -> float:
-    """Share of the body's characters on lines that are just a link's text."""
-    total = linked = 0
-    for line in text.split("\n"):
-        t = re.sub(r"\s+", "", line).lstrip("-*•·")
-        total += len(t)
-        if t in anchors:
-            linked += len(t)
-    return linked / total if total else 0.0
-
-
 def second_opinion(tree: lxml.html.HtmlElement) -> list[str]:
     """Lines of the densest text block when it is running text (chosen over trafilatura's fallbacks and
     readability by measurement); a block without sentence punctuation is a menu or a ranking, not a body."""
@@ -363,25 +352,6 @@ def body_from(tree: lxml.html.HtmlElement, url: str, profile: dict | None, fast:
             return text, "trafilatura", density, lines
         return alt, "density", alt_density, lines
     return text, "trafilatura", density, lines
-
-
-DUMP_LINES = 2               # a body of at most this many lines ...
-DUMP_MIN = 300               # ... one of them this long, may be the page's text run together on one line
-DUMP_ANCHOR = 4              # link texts this long found inside it count as its link text
-DUMP_DENSITY = 0.5           # such a line with LINK_DENSE of link text is as doubtful as a body half made of links
-
-
-def dump_link_share(text: str, anchors: set[str] | frozenset) -> float:
-    """Share of link text inside a body of one or two long lines: trafilatura's baseline gives a short story's page
-    back as one line (headline, share buttons, the story, a list of linked headlines), where no line is a link's text
-    on its own and link_density sees none of it."""
-    lines = text.split("\n")
-    if len(lines) > DUMP_LINES or not anchors:
-        return 0.0
-    t = "".join(text.split())
-    if len(t) < DUMP_MIN:
-        return 0.0
-    return min(1.0, sum(len(a) for a in anchors if len(a) >= DUMP_ANCHOR and a in t) / len(t))
 
 
 def alt_can_win(raw_alt: list[str], text: str, density: float) -> bool:

@@ -1,5 +1,6 @@
 """Link lists inside a body: headline links an ad or 今日焦点 block put between paragraphs, their label (also
-one set one character a line), and a byline made only of links (extract.article applies them)."""
+one set one character a line), and a byline made only of links; how much of a body is link text, also when the
+page comes back run together on one line (extract.article applies them)."""
 from __future__ import annotations
 
 import re
@@ -57,3 +58,34 @@ def label_start(lines: list[str], i: int) -> int:
     while j > 0 and i - j < LABEL_MAX and re.fullmatch(r"[\u4e00-\u9fff]", lines[j - 1].strip()):
         j -= 1
     return j if i - j >= VERTICAL_RUN else i
+
+
+def link_density(text: str, anchors: set[str]) -> float:
+    """Share of the body's characters on lines that are just a link's text."""
+    total = linked = 0
+    for line in text.split("\n"):
+        t = re.sub(r"\s+", "", line).lstrip("-*•·")
+        total += len(t)
+        if t in anchors:
+            linked += len(t)
+    return linked / total if total else 0.0
+
+
+DUMP_LINES = 2               # a body of at most this many lines ...
+DUMP_MIN = 300               # ... one of them this long, may be the page's text run together on one line
+DUMP_ANCHOR = 4              # link texts this long found inside it count as its link text
+DUMP_DENSITY = 0.5           # such a line with LINK_DENSE (extract.article) of link text: as doubtful as a body
+                             # half made of links
+
+
+def dump_link_share(text: str, anchors: set[str] | frozenset) -> float:
+    """Share of link text inside a body of one or two long lines: trafilatura's baseline gives a short story's page
+    back as one line (headline, share buttons, the story, a list of linked headlines), where no line is a link's text
+    on its own and link_density sees none of it."""
+    lines = text.split("\n")
+    if len(lines) > DUMP_LINES or not anchors:
+        return 0.0
+    t = "".join(text.split())
+    if len(t) < DUMP_MIN:
+        return 0.0
+    return min(1.0, sum(len(a) for a in anchors if len(a) >= DUMP_ANCHOR and a in t) / len(t))

@@ -21,7 +21,7 @@ from __future__ import annotations
 # its source above the body (… 来源于：…) and the text after an HTML comment inside a paragraph (extract.dom, kept)
 # are zhx29.6; text between a container's paragraphs made a paragraph of its own (extract.dom.wrap_orphan_runs:
 # trafilatura dropped it), a page run together on one line by trafilatura's baseline judged by the link texts inside it
-# (extract.article.dump_link_share), the densest block's navigation runs trimmed, 重点推荐/编辑推荐/精品推荐/推荐文章
+# (extract.linklists.dump_link_share), the densest block's navigation runs trimmed, 重点推荐/编辑推荐/精品推荐/推荐文章
 # headings, prompts to the reader (欢迎下载…APP, 请加入…粉丝团, 建议您加入…付费会员) and hashtag lines at the edges are
 # zhx29.7.
 EXTRACT_VERSION = "zhx29.7"

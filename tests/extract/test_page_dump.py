@@ -1,9 +1,10 @@
-"""A short story whose page trafilatura gives back as one line (extract.article.dump_link_share): its baseline joins
+"""A short story whose page trafilatura gives back as one line (extract.linklists.dump_link_share): its baseline joins
 the <article>'s text -- headline, time, share buttons, the story, tags and a list of linked, dated headlines -- with
 spaces, so no line is a link's text and the body looked neither link-dense nor list-like.  The densest block decides."""
 from __future__ import annotations
 
-from extract.article import dump_link_share, extract
+from extract.article import extract
+from extract.linklists import dump_link_share
 
 STORY = ("北市士林區一處民宅16日下午驚傳火警，消防局據報派出人車趕往，十分鐘後將火勢撲滅，"
          "屋內兩名長者已被鄰居協助疏散，沒有人受傷，起火原因仍待調查。")
