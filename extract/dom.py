@@ -156,8 +156,8 @@ def wrap_orphan_runs(tree: lxml.html.HtmlElement) -> None:
     """Text between the paragraphs of a container (bare text and inline elements, ORPHAN_MIN+ characters) becomes a
     paragraph of its own: trafilatura drops it once the page has enough paragraph text (<span><p>…</p></span><font>
     1956年生人，…</font><p>…</p>: Word-pasted pages misnest their paragraphs so, and the sentence was lost)."""
-    containers = {p.getparent() for p in tree.iter("p")}
-    containers.discard(None)
+    containers = dict.fromkeys(p.getparent() for p in tree.iter("p"))   # document order: the same every run
+    containers.pop(None, None)
     for box in containers:
         if not isinstance(box.tag, str) or box.tag in ("p", "a", "html") or not has_orphans(box):
             continue
