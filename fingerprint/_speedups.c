@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_segment.h"
+
 #define POLY_P 0x100000001B3ULL /* tokens.py _P */
 #define DNA_COLUMNS 23          /* dna.py DNA_LETTERS */
 #define MAX_CODEPOINT 0x2FFFF   /* dna.py _codepoints: larger code points read the last table entry */
@@ -1161,12 +1163,15 @@ static PyMethodDef methods[] = {
     {"simhash_tokens", simhash_tokens, METH_VARARGS, simhash_tokens_doc},
     {"dna", dna, METH_VARARGS, dna_doc},
     {"smallest_seeds", smallest_seeds, METH_VARARGS, smallest_seeds_doc},
+    {"jieba_table", jieba_table, METH_VARARGS, jieba_table_doc},
+    {"jieba_cut", jieba_cut, METH_VARARGS, jieba_cut_doc},
+    {"jieba_ends", jieba_ends, METH_VARARGS, jieba_ends_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "fingerprint._speedups",
-    "Compiled SimHash, DNA and sketch kernels; fingerprint/ falls back to numpy without them.", -1, methods,
+    "Compiled SimHash, DNA and sketch kernels and the jieba segmenter; fingerprint/ falls back to numpy without them.", -1, methods,
 };
 
 /* Bumped when a kernel's arguments or set of kernels change: fingerprint/speedups.py uses a build of

@@ -1,0 +1,133 @@
+"""The compiled segmenter (fingerprint/segmenter.py) gives rjieba's tokens exactly: the tokens are part of
+the fingerprint's version. A bounded check; benchmarks/segmenter_identity.py runs the exhaustive one."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.segmenter_identity import alphabet
+from benchmarks.shared_data import FICTION_FILE, NEWS_FILE
+from fingerprint import segmenter
+from fingerprint.normalize import normalize
+from fingerprint.tokens import Tokenizer, _jieba_class
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not segmenter.available(), reason="the compiled segmenter is not built")
+
+EDGES = ["", "我们中出了一个叛徒", "我来到北京清华大学", "他来到了网易杭研大厦", "南京市长江大桥",
+         "小明硕士毕业于中国科学院计算所，后在日本京都大学深造", "常在他洞下", "翕翕骋志意",
+         "v1.2.3", "abc-def", "ab_c", "1.5%", "a%b", "a.b", "ab-", "a&b", "a+b", "x1.23%y", "A1.B2", "1.2.",
+         "a--b", "a-.b", "a.-1", "a_1-2.3%", "中文v1.2.3测试", "ab𠀀1", "a²", "1١", "a１", "一鿖鿕", "㐀㐁",
+         "㐀a㐁b", "a㐀1", "v1。2", "ab\u2028c", " \r\n\r\r\n\t\u3000x\r", "\r", "\n\r", "👪我们👪", "é\u0301中",
+         "一二三四五六七八九十百千万亿", "B超检查", "２０１８年１０月", "ＡＢＣ公司", "ABC公司", "𠀀𠀁𠀂中国",
+         "豈更車中國", "鿕鿖鿗鿿", "%%%", "---", "...", "#&+", "Ｃ＋＋和C++还有C#", "3.14159%的人"]
+
+
+def _reference() -> object:
+    return _jieba_class()()
+
+
+REF = _reference()
+
+
+@pytest.mark.parametrize("text", EDGES)
+def test_edge_cases_give_rjiebas_tokens(text):
+    assert segmenter.cut(text) == REF.cut(text, True)
+
+
+def _rows(path: Path, n: int) -> list[str]:
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            out.append(json.loads(line)["text"])
+            if len(out) == n:
+                break
+    return out
+
+
+@pytest.mark.parametrize("path", [NEWS_FILE, FICTION_FILE], ids=["news", "fiction"])
+def test_real_texts_raw_and_normalised_give_rjiebas_tokens(path):
+    texts = _rows(path, 120)
+    bad = [t[:80] for t in texts for s in (t, normalize(t)) if segmenter.cut(s) != REF.cut(s, True)]
+    assert not bad, bad
+
+
+CHARS, WEIGHTS = alphabet()
+# hypothesis shrinks toward the first element: the alphabet's Han characters come first
+MIXED = st.text(alphabet=st.sampled_from(CHARS), max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MIXED)
+def test_mixed_strings_give_rjiebas_tokens(text):
+    assert segmenter.cut(text) == REF.cut(text, True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40))
+def test_any_unicode_gives_rjiebas_tokens(text):
+    assert segmenter.cut(text) == REF.cut(text, True)
+
+
+def test_a_different_table_is_caught():
+    """The comparison can fail: jieba's unrounded HMM emissions (not what rjieba embeds) change a cut."""
+    a = segmenter.load_arrays()
+    emit, model = a["emit"].copy(), a["model"]
+    emit[(ord("常") - segmenter.HMM_LO) * 4] = -6.79283148381173  # jieba's own B emission, not "%.6f"
+    table = segmenter.KERNEL.jieba_table(a["root"], a["first_child"], a["cp"], a["logfreq"], emit, model,
+                                         float(a["log_total"]))
+    assert segmenter.KERNEL.jieba_cut(table, "常在他洞下") != REF.cut("常在他洞下", True)
+    assert segmenter.cut("常在他洞下") == REF.cut("常在他洞下", True) == ["常在", "他", "洞", "下"]
+
+
+def test_surrogates_are_refused_as_rjieba_refuses_them():
+    for cut in (segmenter.cut, lambda s: REF.cut(s, True)):
+        with pytest.raises(UnicodeEncodeError):
+            cut("a\ud800b")
+
+
+def test_bad_tables_are_refused():
+    a = segmenter.load_arrays()
+    args = [a[k] for k in ("root", "first_child", "cp", "logfreq", "emit", "model")]
+    make = segmenter.KERNEL.jieba_table
+    with pytest.raises(ValueError):
+        make(*args[:4], args[4][:-1], args[5], 1.0)  # emissions cut short
+    with pytest.raises(ValueError):
+        make(args[0], args[1][:-1], *args[2:], 1.0)  # first_child one short
+    broken = args[0].copy()
+    broken[ord("中")] = len(args[2]) + 5  # a node past the trie
+    with pytest.raises(ValueError):
+        make(broken, *args[1:], 1.0)
+    with pytest.raises(TypeError):
+        segmenter.KERNEL.jieba_cut(object(), "中文")
+    ends = np.frombuffer(segmenter.KERNEL.jieba_ends(segmenter.table(), "我们中出了一个叛徒"), dtype=np.int32)
+    assert ends.tolist() == [2, 4, 5, 7, 9]
+
+
+def test_tokenizer_uses_it_without_user_words_and_rjieba_with_them():
+    plain, user = Tokenizer(), Tokenizer(["杭研大厦"])
+    assert plain._compiled and plain._rjieba is None and plain.id == "rjieba0.2"
+    assert not user._compiled and user.id.startswith("rjieba0.2+user")
+    text = "他来到了网易杭研大厦"
+    assert plain.cut(text) == REF.cut(text, True) and "杭研大厦" in user.cut(text)
+
+
+def test_table_is_cached_and_the_cached_table_cuts_the_same(tmp_path):
+    code = ("from fingerprint import segmenter; import sys\n"
+            "print(segmenter._cache_file().exists(), '|'.join(segmenter.cut(sys.argv[1])))")
+    env = {**os.environ, "ZHDEDUP_CACHE_DIR": str(tmp_path)}
+    text = "小明硕士毕业于中国科学院计算所"
+    runs = [subprocess.run([sys.executable, "-c", code, text], capture_output=True, text=True, env=env, cwd=ROOT)
+            for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
+    assert runs[0].stdout.split()[0] == "False" and runs[1].stdout.split()[0] == "True"
+    assert runs[0].stdout.split()[1] == runs[1].stdout.split()[1] == "|".join(REF.cut(text, True))
+    assert len(list(tmp_path.glob("jiebatrie-*.npz"))) == 1
