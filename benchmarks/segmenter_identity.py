@@ -1,6 +1,7 @@
 """The compiled segmenter against rjieba, token list for token list, on every text we have (the lead reruns it).
 
     python -m benchmarks.segmenter_identity [--random 200000] [--seed 28] [--words 2000000]
+    python -m benchmarks.segmenter_identity --timing 3000   # cut alone: us a document, both, alternating
 
 Sources: every title and text of the shared news and fiction files, raw and normalised
 (fingerprint.normalize.normalize: what the product cuts); the shared seed texts; the dedup benchmark's
@@ -106,12 +107,52 @@ def corpus_texts() -> Iterator[tuple[str, str]]:
         yield "dedup_corpus normalised", normalize(row["text"])
 
 
+def timing(n: int, rounds: int = 7) -> None:
+    """Median us a document of rjieba's cut and the compiled one on n normalised benchmark documents
+    (3,000 characters), alternating rounds in one process; then each one's load in a fresh process."""
+    import statistics
+    import subprocess
+
+    from benchmarks.dedup_corpus import build
+    from fingerprint import segmenter
+    from fingerprint.normalize import normalize
+    from fingerprint.tokens import _jieba_class
+
+    texts = [normalize(row["text"]) for row in build(n)]
+    ref = _jieba_class()()
+    cuts = {"rjieba": lambda t: ref.cut(t, True), "compiled": segmenter.cut}
+    cuts["compiled"](texts[0])
+    times: dict[str, list[float]] = {k: [] for k in cuts}
+    for _ in range(rounds):
+        for name, cut in cuts.items():
+            start = time.process_time()
+            for text in texts:
+                cut(text)
+            times[name].append((time.process_time() - start) / len(texts) * 1e6)
+    for name, ts in times.items():
+        print(f"cut, {name:8}: {statistics.median(ts):6.0f} us a document (CPU; {min(ts):.0f}-{max(ts):.0f}, "
+              f"{rounds} rounds, {len(texts)} documents of {sum(map(len, texts)) // len(texts)} characters)")
+    loads = {"rjieba": "from fingerprint.tokens import _jieba_class; _jieba_class()()",
+             "compiled": "from fingerprint import segmenter; segmenter.table()"}
+    for name, code in loads.items():
+        probe = ("import time; t = time.process_time(); import fingerprint.tokens; t1 = time.process_time(); "
+                 f"{code}; print(time.process_time() - t1)")
+        runs = [float(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                     check=True).stdout) for _ in range(5)]
+        print(f"load, {name:8}: {statistics.median(runs) * 1000:6.1f} ms (CPU, after the package's imports; "
+              f"{min(runs) * 1000:.1f}-{max(runs) * 1000:.1f}, 5 processes)")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--random", type=int, default=200_000, help="random strings")
     p.add_argument("--words", type=int, default=2_000_000, help="dictionary words in shuffled lines")
     p.add_argument("--seed", type=int, default=28)
+    p.add_argument("--timing", type=int, metavar="DOCS", help="time the cut instead of comparing")
     args = p.parse_args()
+    if args.timing:
+        timing(args.timing)
+        return 0
     from fingerprint import segmenter
     from fingerprint.tokens import _jieba_class
 

@@ -17,6 +17,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "_segment.h"
 
@@ -29,8 +32,29 @@ enum { ST_B = 0, ST_E = 1, ST_M = 2, ST_S = 3 };
 /* The two states that may precede each state, the larger index second: it wins a tie. */
 static const int PREV_STATES[4][2] = {{ST_E, ST_S}, {ST_B, ST_M}, {ST_B, ST_M}, {ST_E, ST_S}};
 
+/* A trie node: the code point of the edge into it (WORD set when a word ends here), its first child
+ * (children are consecutive, sorted by code point, and end at the next node's first child), and ln(freq)
+ * of its word. 16 bytes, so a node found is read in the cache line its search touched. */
+#define WORD 0x80000000u
 typedef struct {
+    uint32_t cp;
+    int32_t first;
+    double logfreq;
+} Node;
+
+typedef struct {
+    uint64_t slot;   /* parent << 43 | cp << 22 | word << 21 | child; 0 when empty */
+    double logfreq;
+} Edge;
+
+#define PREFETCH_AHEAD 16
+#define TOKEN_CACHE_BITS 14  /* 16,384 recent tokens kept (~1.2 MB): a page has ~600 distinct ones */  /* route positions between asking for an edge's slot and reading it */
+
+typedef struct {
+    Py_UCS4 *text;   /* the text's code points */
     double *prob;    /* route: best log-probability from a position to the block's end */
+    uint32_t *n2;    /* route: the trie edge of text[x:x + 2], 0 if none */
+    double *lf2;     /* route: its ln(freq) */
     int32_t *next;   /* route: where the best word from a position ends */
     int32_t *ends;   /* token ends, in order */
     double *v;       /* Viterbi scores, 4 a character */
@@ -40,33 +64,34 @@ typedef struct {
 } Scratch;
 
 typedef struct {
-    Py_buffer views[6];
+    Py_buffer views[5];
     int nviews;
     const int32_t *root;        /* code point -> child node of the root, 0 if none */
-    const int32_t *first_child; /* node -> its first child (children are consecutive), N + 1 entries */
-    const uint32_t *cp;         /* node -> the code point of the edge into it */
-    const double *logfreq;      /* node -> ln(freq) of its word, NaN when it is not a word */
+    const Node *node;           /* N nodes and a sentinel whose `first` is N (node 0 is the root) */
     const double *emit;         /* (HMM_HI - HMM_LO + 1) x 4 emission log-probabilities */
     const double *model;        /* 4 start log-probabilities, then the 4 x 4 transitions */
     Py_ssize_t nodes;
+    Edge *edges;                /* the edges below the root, hashed (see child()) */
+    uint64_t mask;
+    int shift;
     double log_total;
     Scratch scratch;
+    PyObject *tokens[1 << TOKEN_CACHE_BITS];  /* recent tokens by a hash of their code points */
     int busy;                   /* scratch in use (a re-entrant call makes its own) */
 } Table;
 
 typedef struct {
     const Table *t;
-    int kind;
-    const void *data;
+    const Py_UCS4 *text;
     Scratch *s;
     Py_ssize_t count;  /* tokens so far */
 } Cut;
 
-#define CH(c, i) ((Py_UCS4)PyUnicode_READ((c)->kind, (c)->data, (i)))
+#define CH(c, i) ((c)->text[i])
 
 static void scratch_free(Scratch *s)
 {
-    free(s->prob); free(s->next); free(s->ends); free(s->v); free(s->back); free(s->path);
+    free(s->text); free(s->prob); free(s->n2); free(s->lf2); free(s->next); free(s->ends); free(s->v); free(s->back); free(s->path);
     memset(s, 0, sizeof(*s));
 }
 
@@ -78,13 +103,16 @@ static int scratch_reserve(Scratch *s, Py_ssize_t n)
     if ((size_t)n > SIZE_MAX / (4 * sizeof(double)) - 1)
         return -1;
     size_t m = (size_t)n + 1;
+    s->text = malloc(m * sizeof(Py_UCS4));
     s->prob = malloc(m * sizeof(double));
+    s->n2 = malloc(m * sizeof(uint32_t));
+    s->lf2 = malloc(m * sizeof(double));
     s->next = malloc(m * sizeof(int32_t));
     s->ends = malloc(m * sizeof(int32_t));
     s->v = malloc(4 * m * sizeof(double));
     s->back = malloc(4 * m);
     s->path = malloc(m);
-    if (!s->prob || !s->next || !s->ends || !s->v || !s->back || !s->path) {
+    if (!s->text || !s->prob || !s->n2 || !s->lf2 || !s->next || !s->ends || !s->v || !s->back || !s->path) {
         scratch_free(s);
         return -1;
     }
@@ -113,58 +141,128 @@ static inline int is_block_char(Py_UCS4 ch)
         || (ch >= 0x2A700 && ch <= 0x2EBEF) || (ch >= 0x2F800 && ch <= 0x2FA1F);
 }
 
-/* The child of `node` along code point ch, 0 if none (node 0 is the root). */
-static inline int32_t child(const Table *t, int32_t node, Py_UCS4 ch)
+/* The child of `node` along code point ch, with WORD set if a word ends there; 0 if none (node 0 is the
+ * root). Below the root the edges are in one hash table, each slot with the ln(freq) of its word, so a
+ * step costs one cache line (a sorted search of a node's children missed the cache at every step). */
+#define NODE_BITS 21
+#define EDGE_KEY(parent, cp) (((uint64_t)(parent) << 21) | (uint64_t)(cp))
+#define EDGE_HASH(t, key) (((key) * 0x9E3779B97F4A7C15ULL) >> (t)->shift)
+
+static inline uint32_t child(const Table *t, uint32_t node, Py_UCS4 ch, double *logfreq)
 {
-    if (node == 0)
-        return ch < ROOT_SIZE ? t->root[ch] : 0;
-    int32_t lo = t->first_child[node], hi = t->first_child[node + 1], end = hi;
-    while (hi - lo > 8) {  /* the first child >= ch lies in [lo, hi] */
-        int32_t mid = lo + (hi - lo) / 2;
-        if (t->cp[mid] < ch)
-            lo = mid + 1;
-        else
-            hi = mid;
+    if (node == 0) {
+        if (ch >= ROOT_SIZE || !t->root[ch])
+            return 0;
+        int32_t c = t->root[ch];
+        *logfreq = t->node[c].logfreq;
+        return (uint32_t)c | (t->node[c].cp & WORD);
     }
-    for (; lo < end; lo++)
-        if (t->cp[lo] >= ch)
-            return t->cp[lo] == ch ? lo : 0;
+    uint64_t key = EDGE_KEY(node, ch);
+    for (uint64_t i = EDGE_HASH(t, key);; i = (i + 1) & t->mask) {
+        const Edge *e = &t->edges[i];
+        if (!e->slot)
+            return 0;
+        if (e->slot >> (NODE_BITS + 1) == key) {
+            *logfreq = e->logfreq;
+            return (uint32_t)(e->slot & ((1u << NODE_BITS) - 1)) | ((e->slot >> NODE_BITS) & 1 ? WORD : 0);
+        }
+    }
+}
+
+/* Asks for the slot of the edge node -> ch ahead of its use (node 0: none). */
+static inline void prefetch_edge(const Table *t, uint32_t node, Py_UCS4 ch)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (node)
+        __builtin_prefetch(&t->edges[EDGE_HASH(t, EDGE_KEY(node, ch))]);
+#endif
+}
+
+/* The hash table of the edges below the root (see child()); -1 when out of memory. */
+static int build_edges(Table *t)
+{
+    uint64_t n = 0, size = 1;
+    int bits = 0;
+    for (Py_ssize_t i = 1; i < t->nodes; i++)
+        n += (uint64_t)(t->node[i + 1].first - t->node[i].first);
+    while (size * 3 < n * 5 || size < 2) {  /* at most 60% full */
+        size <<= 1;
+        bits++;
+    }
+    size_t bytes = size * sizeof(Edge), huge = 1 << 21;
+    if (!(t->edges = aligned_alloc(huge, (bytes + huge - 1) / huge * huge)))
+        return -1;
+#ifdef MADV_HUGEPAGE
+    madvise(t->edges, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);  /* fewer TLB misses; a hint only */
+#endif
+    memset(t->edges, 0, bytes);
+    t->mask = size - 1;
+    t->shift = 64 - bits;
+    for (Py_ssize_t p = 1; p < t->nodes; p++)
+        for (int32_t c = t->node[p].first; c < t->node[p + 1].first; c++) {
+            uint64_t key = EDGE_KEY(p, t->node[c].cp & ~WORD);
+            uint64_t i = EDGE_HASH(t, key);
+            while (t->edges[i].slot)
+                i = (i + 1) & t->mask;
+            t->edges[i].slot = key << (NODE_BITS + 1) | (uint64_t)((t->node[c].cp & WORD) != 0) << NODE_BITS | (uint64_t)c;
+            t->edges[i].logfreq = t->node[c].logfreq;
+        }
     return 0;
 }
 
 /* Whether text[a:b] is a dictionary word (any frequency, 0 included). */
 static int is_word(const Cut *c, Py_ssize_t a, Py_ssize_t b)
 {
-    int32_t node = 0;
+    uint32_t edge = 0;
+    double lf;
     for (Py_ssize_t i = a; i < b; i++)
-        if ((node = child(c->t, node, CH(c, i))) == 0)
+        if ((edge = child(c->t, edge & ~WORD, CH(c, i), &lf)) == 0)
             return 0;
-    return !isnan(c->t->logfreq[node]);
+    return (edge & WORD) != 0;
 }
 
 /* The best route over the block text[a:b], from its end backwards. */
 static void route(Cut *c, Py_ssize_t a, Py_ssize_t b)
 {
     const Table *t = c->t;
-    double *prob = c->s->prob;
+    const Py_UCS4 *text = c->text;
+    double *prob = c->s->prob, *lf2 = c->s->lf2;
     int32_t *next = c->s->next;
+    uint32_t *n2 = c->s->n2;
+    /* First every position's second step (text[x] -> text[x + 1]), each slot asked for ahead of its use:
+     * these hash look-ups miss the cache, and independent ones overlap. */
+    n2[b - 1] = 0;
+    for (Py_ssize_t x = b - 2; x >= a; x--) {
+        if (x - PREFETCH_AHEAD >= a)
+            prefetch_edge(t, t->root[text[x - PREFETCH_AHEAD] < ROOT_SIZE ? text[x - PREFETCH_AHEAD] : 0],
+                          text[x - PREFETCH_AHEAD + 1]);
+        Py_UCS4 ch = text[x];
+        n2[x] = ch < ROOT_SIZE && t->root[ch] ? child(t, (uint32_t)t->root[ch], text[x + 1], &lf2[x]) : 0;
+    }
     prob[b] = 0.0;
     for (Py_ssize_t x = b - 1; x >= a; x--) {
+        if (x - PREFETCH_AHEAD >= a && x - PREFETCH_AHEAD + 2 < b && n2[x - PREFETCH_AHEAD])
+            prefetch_edge(t, n2[x - PREFETCH_AHEAD] & ~WORD, text[x - PREFETCH_AHEAD + 2]);  /* the third step */
         int found = 0;
-        double best = 0.0;
+        double best = 0.0, lf = 0.0;
         Py_ssize_t best_end = x + 1;
-        int32_t node = 0;
-        for (Py_ssize_t y = x; y < b; y++) {
-            if ((node = child(t, node, CH(c, y))) == 0)
+        uint32_t edge = child(t, 0, text[x], &lf);
+        for (Py_ssize_t y = x; edge; ) {  /* edge: text[x:y + 1] is a prefix of a word */
+            if (edge & WORD) {
+                double p = lf - t->log_total + prob[y + 1];
+                if (!found || p > best || (p == best && y + 1 > best_end)) {
+                    best = p;
+                    best_end = y + 1;
+                    found = 1;
+                }
+            }
+            if (++y >= b)
                 break;
-            double lf = t->logfreq[node];
-            if (isnan(lf))
-                continue;
-            double p = lf - t->log_total + prob[y + 1];
-            if (!found || p > best || (p == best && y + 1 > best_end)) {
-                best = p;
-                best_end = y + 1;
-                found = 1;
+            if (y == x + 1) {
+                edge = n2[x];
+                lf = lf2[x];
+            } else {
+                edge = child(t, edge & ~WORD, text[y], &lf);
             }
         }
         if (!found)
@@ -334,6 +432,9 @@ static void table_free(PyObject *capsule)
     for (int i = 0; i < t->nviews; i++)
         PyBuffer_Release(&t->views[i]);
     scratch_free(&t->scratch);
+    free(t->edges);
+    for (Py_ssize_t i = 0; i < (1 << TOKEN_CACHE_BITS); i++)
+        Py_XDECREF(t->tokens[i]);
     PyMem_Free(t);
 }
 
@@ -355,10 +456,10 @@ static const void *take(Table *t, PyObject *obj, Py_ssize_t itemsize, Py_ssize_t
 /* Every node index a table holds must lie in the table: checked once, so cuts need no bounds checks. */
 static int check_table(const Table *t)
 {
-    if (t->nodes < 1 || t->nodes >= INT32_MAX || t->first_child[0] < 1 || t->first_child[t->nodes] != t->nodes)
+    if (t->nodes < 1 || t->nodes >= (1 << NODE_BITS) || t->node[0].first < 1 || t->node[t->nodes].first != t->nodes)
         return -1;
     for (Py_ssize_t i = 0; i < t->nodes; i++)
-        if (t->first_child[i] > t->first_child[i + 1] || t->first_child[i] < 1)
+        if (t->node[i].first > t->node[i + 1].first || t->node[i].first < 1 || (t->node[i].cp & ~WORD) > 0x10FFFF)
             return -1;
     for (Py_ssize_t i = 0; i < ROOT_SIZE; i++)
         if (t->root[i] < 0 || t->root[i] >= t->nodes)
@@ -367,31 +468,35 @@ static int check_table(const Table *t)
 }
 
 const char jieba_table_doc[] = (
-"jieba_table(root, first_child, cp, logfreq, emit, model, log_total) -> table for jieba_cut (fingerprint/segmenter.py).");
+"jieba_table(root, nodes, emit, model, log_total) -> table for jieba_cut (fingerprint/segmenter.py).");
 
 PyObject *jieba_table(PyObject *self, PyObject *args)
 {
-    PyObject *o[6];
+    PyObject *o[4];
     double log_total;
-    if (!PyArg_ParseTuple(args, "OOOOOOd:jieba_table", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &log_total))
+    if (!PyArg_ParseTuple(args, "OOOOd:jieba_table", &o[0], &o[1], &o[2], &o[3], &log_total))
         return NULL;
     Table *t = PyMem_Calloc(1, sizeof(Table));
     if (!t)
         return PyErr_NoMemory();
-    Py_ssize_t root_n = ROOT_SIZE, fc_n = -1, nodes = -1, emit_n = 4 * (HMM_HI - HMM_LO + 1), model_n = 20;
-    int ok = (t->root = take(t, o[0], 4, &root_n, "root")) && (t->first_child = take(t, o[1], 4, &fc_n, "first_child"))
-        && (t->cp = take(t, o[2], 4, &nodes, "cp")) && (t->logfreq = take(t, o[3], 8, &nodes, "logfreq"))
-        && (t->emit = take(t, o[4], 8, &emit_n, "emit")) && (t->model = take(t, o[5], 8, &model_n, "model"));
-    t->nodes = nodes;
+    Py_ssize_t root_n = ROOT_SIZE, nodes = -1, emit_n = 4 * (HMM_HI - HMM_LO + 1), model_n = 20;
+    int ok = (t->root = take(t, o[0], 4, &root_n, "root")) && (t->node = take(t, o[1], sizeof(Node), &nodes, "nodes"))
+        && (t->emit = take(t, o[2], 8, &emit_n, "emit")) && (t->model = take(t, o[3], 8, &model_n, "model"));
+    t->nodes = nodes - 1;  /* the last is the sentinel */
     t->log_total = log_total;
-    if (ok && (fc_n != nodes + 1 || check_table(t) < 0)) {
+    if (ok && check_table(t) < 0) {
         PyErr_SetString(PyExc_ValueError, "jieba_table: inconsistent trie");
+        ok = 0;
+    }
+    if (ok && build_edges(t) < 0) {
+        PyErr_NoMemory();
         ok = 0;
     }
     PyObject *capsule = ok ? PyCapsule_New(t, TABLE_NAME, table_free) : NULL;
     if (!capsule) {
         for (int i = 0; i < t->nviews; i++)
             PyBuffer_Release(&t->views[i]);
+        free(t->edges);
         PyMem_Free(t);
     }
     return capsule;
@@ -416,23 +521,60 @@ static Py_ssize_t cut_ends(Table *t, PyObject *text, Scratch *s)
         PyErr_SetString(PyExc_OverflowError, "jieba_cut: text too long");
         return -1;
     }
-    Cut c = {t, PyUnicode_KIND(text), PyUnicode_DATA(text), s, 0};
-    if (c.kind != PyUnicode_1BYTE_KIND)
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind != PyUnicode_1BYTE_KIND)
         for (Py_ssize_t i = 0; i < n; i++) {
-            Py_UCS4 ch = CH(&c, i);
-            if (ch >= 0xD800 && ch <= 0xDFFF)  /* not UTF-8: rjieba refuses it the same way */
-                return PyUnicode_AsUTF8AndSize(text, NULL) ? (PyErr_SetString(PyExc_ValueError, "surrogate"), -1) : -1;
+            Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+            if (ch >= 0xD800 && ch <= 0xDFFF) {  /* not UTF-8: rjieba refuses it the same way */
+                if (PyUnicode_AsUTF8AndSize(text, NULL))
+                    PyErr_SetString(PyExc_ValueError, "jieba_cut: a surrogate in the text");
+                return -1;
+            }
         }
     if (scratch_reserve(s, n) < 0) {
         PyErr_NoMemory();
         return -1;
     }
+    for (Py_ssize_t i = 0; i < n; i++)
+        s->text[i] = PyUnicode_READ(kind, data, i);
+    Cut c = {t, s->text, s, 0};
     cut_text(&c, n);
     return c.count;
 }
 
 const char jieba_cut_doc[] = (
 "jieba_cut(table, text) -> list of str: rjieba's cut(text, True), tokens identical.");
+
+/* The str of text[a:b], from the table's cache of recent tokens when it holds it: a page repeats its
+ * words, and a token object already made costs neither an allocation nor a cold cache line later. */
+static PyObject *token(Table *t, PyObject *text, const Py_UCS4 *cps, Py_ssize_t a, Py_ssize_t b)
+{
+    uint64_t h = 0;
+    for (Py_ssize_t i = a; i < b; i++)
+        h = h * 0x100000001B3ULL + cps[i];
+    h = (h * 0x9E3779B97F4A7C15ULL) >> (64 - TOKEN_CACHE_BITS);
+    PyObject *hit = t->tokens[h];
+    if (hit && PyUnicode_GET_LENGTH(hit) == b - a) {
+        int kind = PyUnicode_KIND(hit);
+        const void *data = PyUnicode_DATA(hit);
+        Py_ssize_t i = 0;
+        while (i < b - a && PyUnicode_READ(kind, data, i) == cps[a + i])
+            i++;
+        if (i == b - a) {
+            Py_INCREF(hit);
+            return hit;
+        }
+    }
+    PyObject *tok = PyUnicode_Substring(text, a, b);
+    if (tok) {
+        PyObject *old = t->tokens[h];  /* read again: the allocation may have run a cut */
+        Py_INCREF(tok);
+        t->tokens[h] = tok;
+        Py_XDECREF(old);
+    }
+    return tok;
+}
 
 PyObject *jieba_cut(PyObject *self, PyObject *args)
 {
@@ -450,7 +592,7 @@ PyObject *jieba_cut(PyObject *self, PyObject *args)
     if (count >= 0 && (list = PyList_New(count))) {
         Py_ssize_t start = 0;
         for (Py_ssize_t i = 0; i < count; i++) {
-            PyObject *tok = PyUnicode_Substring(text, start, s->ends[i]);
+            PyObject *tok = token(t, text, s->text, start, s->ends[i]);
             if (!tok) {
                 Py_CLEAR(list);
                 break;

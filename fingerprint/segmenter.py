@@ -7,8 +7,9 @@ are jieba's dictionary as a trie and jieba's HMM (prob_start/prob_trans/prob_emi
 machine (~4 s) and then loaded from a cache file named by a digest of those files and of this module.
 
 The trie: node 0 is the root; the root's children are found by code point in `root`; every other node's
-children are consecutive nodes from first_child[node] to first_child[node + 1], sorted by the code point
-of the edge into them (`cp`). logfreq[node] is ln(freq) of the word ending there, NaN if none.
+children are the consecutive nodes from nodes[node].first to nodes[node + 1].first (a sentinel node ends
+the array), sorted by the code point of the edge into them (`cp`, with WORD set where a word ends);
+`logfreq` is ln(freq) of that word.
 """
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ ROOT_SIZE = 0x30000  # _segment.c ROOT_SIZE
 HMM_LO, HMM_HI = 0x4E00, 0x9FD5  # _segment.c: the HMM's Han range
 MIN_FLOAT = -3.14e100  # jieba's log-probability of what the HMM has no entry for
 STATES = "BEMS"  # _segment.c's state order
-TABLE_VERSION = "1"  # bump when the table's layout changes
-_ARRAYS = ("root", "first_child", "cp", "logfreq", "emit", "model", "log_total")
+TABLE_VERSION = "2"  # bump when the table's layout changes
+WORD = 0x80000000  # _segment.c WORD
+NODE = np.dtype([("cp", "<u4"), ("first", "<i4"), ("logfreq", "<f8")])  # _segment.c Node
+_ARRAYS = ("root", "nodes", "emit", "model", "log_total")
 
 
 def jieba_dir() -> Path:
@@ -60,10 +63,10 @@ def read_dictionary(text: str) -> tuple[dict[str, int], int]:
     return freqs, total
 
 
-def build_trie(freqs: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(root, first_child, cp, logfreq) of the words, nodes numbered level by level (see the module doc)."""
+def build_trie(freqs: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(root, nodes) of the words, nodes numbered level by level (see the module doc)."""
     ids = {"": 0}
-    cps, logfreqs, counts = [0], [math.nan], [0]
+    rows, counts = [(0, 0.0)], [0]
     level = [""]
     depth = 0
     while level:
@@ -71,21 +74,24 @@ def build_trie(freqs: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarra
                        key=lambda pw: (pw[0], ord(pw[1][-1])))
         level = []
         for parent, prefix in grown:
-            ids[prefix] = len(cps)
+            ids[prefix] = len(rows)
             counts[parent] += 1
-            cps.append(ord(prefix[-1]))
+            freq = freqs.get(prefix)
             # math.log is the C library's log, as Rust's f64::ln is: the same doubles
-            logfreqs.append(math.log(freqs[prefix]) if prefix in freqs and freqs[prefix] > 0
-                            else (-math.inf if prefix in freqs else math.nan))
+            rows.append((ord(prefix[-1]) | (WORD if freq is not None else 0),
+                         0.0 if freq is None else math.log(freq) if freq > 0 else -math.inf))
             counts.append(0)
             level.append(prefix)
         depth += 1
-    first_child = 1 + np.concatenate([[0], np.cumsum(np.array(counts, dtype=np.int64))])
+    nodes = np.zeros(len(rows) + 1, dtype=NODE)  # and the sentinel
+    nodes["cp"][:-1] = [cp for cp, _ in rows]
+    nodes["logfreq"][:-1] = [lf for _, lf in rows]
+    nodes["first"] = 1 + np.concatenate([[0], np.cumsum(np.array(counts, dtype=np.int64))])
     root = np.zeros(ROOT_SIZE, dtype=np.int32)
     for prefix, node in ids.items():
         if len(prefix) == 1 and ord(prefix) < ROOT_SIZE:
             root[ord(prefix)] = node
-    return root, first_child.astype(np.int32), np.array(cps, dtype=np.uint32), np.array(logfreqs)
+    return root, nodes
 
 
 def _literal(path: Path) -> dict:
@@ -116,10 +122,9 @@ def build_arrays() -> dict[str, np.ndarray]:
     """Every array jieba_table takes, from jieba's files."""
     folder = jieba_dir()
     freqs, total = read_dictionary((folder / "dict.txt").read_text(encoding="utf-8"))
-    root, first_child, cp, logfreq = build_trie(freqs)
+    root, nodes = build_trie(freqs)
     emit, model = build_hmm(folder / "finalseg")
-    return {"root": root, "first_child": first_child, "cp": cp, "logfreq": logfreq, "emit": emit,
-            "model": model, "log_total": np.array(math.log(total))}
+    return {"root": root, "nodes": nodes, "emit": emit, "model": model, "log_total": np.array(math.log(total))}
 
 
 def _cache_file() -> Path:
@@ -162,8 +167,8 @@ def table() -> object:
         with _LOCK:
             if not _TABLE:
                 a = load_arrays()
-                _TABLE.append(KERNEL.jieba_table(a["root"], a["first_child"], a["cp"], a["logfreq"], a["emit"],
-                                                 a["model"], float(a["log_total"])))
+                _TABLE.append(KERNEL.jieba_table(a["root"], a["nodes"], a["emit"], a["model"],
+                                                 float(a["log_total"])))
     return _TABLE[0]
 
 

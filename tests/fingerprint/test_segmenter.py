@@ -82,8 +82,7 @@ def test_a_different_table_is_caught():
     a = segmenter.load_arrays()
     emit, model = a["emit"].copy(), a["model"]
     emit[(ord("常") - segmenter.HMM_LO) * 4] = -6.79283148381173  # jieba's own B emission, not "%.6f"
-    table = segmenter.KERNEL.jieba_table(a["root"], a["first_child"], a["cp"], a["logfreq"], emit, model,
-                                         float(a["log_total"]))
+    table = segmenter.KERNEL.jieba_table(a["root"], a["nodes"], emit, model, float(a["log_total"]))
     assert segmenter.KERNEL.jieba_cut(table, "常在他洞下") != REF.cut("常在他洞下", True)
     assert segmenter.cut("常在他洞下") == REF.cut("常在他洞下", True) == ["常在", "他", "洞", "下"]
 
@@ -96,16 +95,23 @@ def test_surrogates_are_refused_as_rjieba_refuses_them():
 
 def test_bad_tables_are_refused():
     a = segmenter.load_arrays()
-    args = [a[k] for k in ("root", "first_child", "cp", "logfreq", "emit", "model")]
+    root, nodes, emit, model = (a[k] for k in ("root", "nodes", "emit", "model"))
     make = segmenter.KERNEL.jieba_table
+    assert make(root, nodes, emit, model, 1.0) is not None
     with pytest.raises(ValueError):
-        make(*args[:4], args[4][:-1], args[5], 1.0)  # emissions cut short
+        make(root, nodes, emit[:-1], model, 1.0)  # emissions cut short
     with pytest.raises(ValueError):
-        make(args[0], args[1][:-1], *args[2:], 1.0)  # first_child one short
-    broken = args[0].copy()
-    broken[ord("中")] = len(args[2]) + 5  # a node past the trie
+        make(root, nodes[:-1], emit, model, 1.0)  # no sentinel
     with pytest.raises(ValueError):
-        make(broken, *args[1:], 1.0)
+        make(root, nodes.view(np.uint8)[:-1], emit, model, 1.0)  # not whole nodes
+    broken = root.copy()
+    broken[ord("中")] = len(nodes) + 5  # a node past the trie
+    with pytest.raises(ValueError):
+        make(broken, nodes, emit, model, 1.0)
+    unordered = nodes.copy()
+    unordered["first"][10] = len(nodes) + 5  # children past the trie
+    with pytest.raises(ValueError):
+        make(root, unordered, emit, model, 1.0)
     with pytest.raises(TypeError):
         segmenter.KERNEL.jieba_cut(object(), "中文")
     ends = np.frombuffer(segmenter.KERNEL.jieba_ends(segmenter.table(), "我们中出了一个叛徒"), dtype=np.int32)
