@@ -189,24 +189,39 @@ static int build_edges(Table *t)
         size <<= 1;
         bits++;
     }
-    size_t bytes = size * sizeof(Edge), huge = 1 << 21;
-    if (!(t->edges = aligned_alloc(huge, (bytes + huge - 1) / huge * huge)))
+    size_t bytes = size * sizeof(Edge);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    size_t huge = 1 << 21;
+    bytes = (bytes + huge - 1) / huge * huge;
+    if (!(t->edges = aligned_alloc(huge, bytes)))
         return -1;
-#ifdef MADV_HUGEPAGE
-    madvise(t->edges, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);  /* fewer TLB misses; a hint only */
+    madvise(t->edges, bytes, MADV_HUGEPAGE);  /* fewer TLB misses where the kernel allows: a hint only */
+#else
+    if (!(t->edges = malloc(bytes)))
+        return -1;
 #endif
     memset(t->edges, 0, bytes);
     t->mask = size - 1;
     t->shift = 64 - bits;
+    /* Children of the nodes below the root are the nodes from node[1].first on (see segmenter.py); each
+     * insertion misses the cache, so their slots are asked for ahead, which needs every node's parent. */
+    int32_t *parent = malloc((size_t)t->nodes * sizeof(int32_t));
+    if (!parent)
+        return -1;
     for (Py_ssize_t p = 1; p < t->nodes; p++)
-        for (int32_t c = t->node[p].first; c < t->node[p + 1].first; c++) {
-            uint64_t key = EDGE_KEY(p, t->node[c].cp & ~WORD);
-            uint64_t i = EDGE_HASH(t, key);
-            while (t->edges[i].slot)
-                i = (i + 1) & t->mask;
-            t->edges[i].slot = key << (NODE_BITS + 1) | (uint64_t)((t->node[c].cp & WORD) != 0) << NODE_BITS | (uint64_t)c;
-            t->edges[i].logfreq = t->node[c].logfreq;
-        }
+        for (int32_t c = t->node[p].first; c < t->node[p + 1].first; c++)
+            parent[c] = (int32_t)p;
+    for (int32_t c = t->node[1].first; c < t->nodes; c++) {
+        if (c + PREFETCH_AHEAD < t->nodes)
+            prefetch_edge(t, (uint32_t)parent[c + PREFETCH_AHEAD], t->node[c + PREFETCH_AHEAD].cp & ~WORD);
+        uint64_t key = EDGE_KEY(parent[c], t->node[c].cp & ~WORD);
+        uint64_t i = EDGE_HASH(t, key);
+        while (t->edges[i].slot)
+            i = (i + 1) & t->mask;
+        t->edges[i].slot = key << (NODE_BITS + 1) | (uint64_t)((t->node[c].cp & WORD) != 0) << NODE_BITS | (uint64_t)c;
+        t->edges[i].logfreq = t->node[c].logfreq;
+    }
+    free(parent);
     return 0;
 }
 

@@ -27,6 +27,11 @@ EDGES = ["", "我们中出了一个叛徒", "我来到北京清华大学", "他�
          "㐀a㐁b", "a㐀1", "v1。2", "ab\u2028c", " \r\n\r\r\n\t\u3000x\r", "\r", "\n\r", "👪我们👪", "é\u0301中",
          "一二三四五六七八九十百千万亿", "B超检查", "２０１８年１０月", "ＡＢＣ公司", "ABC公司", "𠀀𠀁𠀂中国",
          "豈更車中國", "鿕鿖鿗鿿", "%%%", "---", "...", "#&+", "Ｃ＋＋和C++还有C#", "3.14159%的人"]
+# the edges of jieba-rs's Han ranges (main block, extensions, compatibility ideographs), inside and out
+EDGES += [f"a{chr(cp)}b{chr(cp)}{chr(cp)}中" for cp in (
+    0x33FF, 0x3400, 0x4DBF, 0x4DC0, 0x4DFF, 0x4E00, 0x9FD5, 0x9FD6, 0x9FFF, 0xA000, 0xF8FF, 0xF900, 0xFAFF, 0xFB00,
+    0x1FFFF, 0x20000, 0x2A6DF, 0x2A6E0, 0x2A6FF, 0x2A700, 0x2B73F, 0x2B740, 0x2B81F, 0x2B820, 0x2CEAF, 0x2CEB0,
+    0x2EBEF, 0x2EBF0, 0x2F7FF, 0x2F800, 0x2FA1F, 0x2FA20, 0x30000, 0x31350, 0xE0001, 0x10FFFF)]
 
 
 def _reference() -> object:
