@@ -4,12 +4,15 @@
  * The text is split into blocks (runs of Han, ASCII letters, digits and +#&._%-; everything else is one
  * token a character, "\r\n" one token). In a block the best route through the dictionary words starting
  * at each character is the one of largest sum of ln(freq) - ln(total) (a character no word starts with
- * counts freq 1), a tie going to the longer word; runs of one-character steps that are not a dictionary
+ * counts freq 1), a tie going to the longer word (as jieba-rs compares (probability, end) pairs); runs of one-character steps that are not a dictionary
  * word go to the HMM (Viterbi over B/E/M/S for U+4E00..U+9FD5, alphanumeric runs joined by . _ - kept
  * whole, the rest as gaps). The tables (a trie of the dictionary, the HMM) come from Python
  * (fingerprint/segmenter.py) as buffers.
  *
- * The cut runs in two phases: token ends into a scratch array (no Python calls), then str objects.
+ * The cut runs in two phases: token ends into a scratch array (no Python calls), then str objects, taken
+ * from a cache of recent tokens when they are there. Time goes to cache misses in the dictionary (~600,000
+ * trie edges): the edges below the root are hashed (one cache line a step, with the word's ln(freq)) and
+ * every position's second step is looked up first, each slot prefetched ahead of its use.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,9 +35,10 @@ enum { ST_B = 0, ST_E = 1, ST_M = 2, ST_S = 3 };
 /* The two states that may precede each state, the larger index second: it wins a tie. */
 static const int PREV_STATES[4][2] = {{ST_E, ST_S}, {ST_B, ST_M}, {ST_B, ST_M}, {ST_E, ST_S}};
 
-/* A trie node: the code point of the edge into it (WORD set when a word ends here), its first child
- * (children are consecutive, sorted by code point, and end at the next node's first child), and ln(freq)
- * of its word. 16 bytes, so a node found is read in the cache line its search touched. */
+/* A trie node as segmenter.py builds it: the code point of the edge into it (WORD set when a word ends
+ * here), its first child (children are consecutive, sorted by code point, and end at the next node's
+ * first child), and ln(freq) of its word. The cut reads the nodes of the root's children only; deeper
+ * edges are looked up in the Edge hash table built from them at load. */
 #define WORD 0x80000000u
 typedef struct {
     uint32_t cp;
@@ -47,8 +51,8 @@ typedef struct {
     double logfreq;
 } Edge;
 
-#define PREFETCH_AHEAD 16
-#define TOKEN_CACHE_BITS 14  /* 16,384 recent tokens kept (~1.2 MB): a page has ~600 distinct ones */  /* route positions between asking for an edge's slot and reading it */
+#define PREFETCH_AHEAD 16    /* positions between asking for an edge's slot and reading it */
+#define TOKEN_CACHE_BITS 14  /* 16,384 recent tokens kept (~1.2 MB): a page has ~600 distinct ones */
 
 typedef struct {
     Py_UCS4 *text;   /* the text's code points */
@@ -91,7 +95,9 @@ typedef struct {
 
 static void scratch_free(Scratch *s)
 {
-    free(s->text); free(s->prob); free(s->n2); free(s->lf2); free(s->next); free(s->ends); free(s->v); free(s->back); free(s->path);
+    void *buffers[] = {s->text, s->prob, s->n2, s->lf2, s->next, s->ends, s->v, s->back, s->path};
+    for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++)
+        free(buffers[i]);
     memset(s, 0, sizeof(*s));
 }
 
