@@ -1,4 +1,4 @@
-"""Builds fingerprint/_speedups.c; everything else about the package is in pyproject.toml.
+"""Builds fingerprint/_speedups.c (with the segmenter, fingerprint/_segment.c); everything else about the package is in pyproject.toml.
 
 The extension is optional: without a C compiler the install still succeeds and fingerprint/ uses its
 numpy code, which gives the same fingerprints, about 1.6x slower.
