@@ -650,3 +650,36 @@ PyObject *jieba_ends(PyObject *self, PyObject *args)
     return out;
 }
 
+Py_ssize_t jieba_cut_ends(PyObject *capsule, PyObject *text, Py_UCS4 **cps, int32_t **ends)
+{
+    *cps = NULL;
+    *ends = NULL;
+    Table *t = table_of(capsule);
+    if (!t)
+        return -1;
+    Scratch own = {0};
+    Scratch *s = t->busy ? &own : &t->scratch;
+    t->busy++;
+    Py_ssize_t count = cut_ends(t, text, s), n = PyUnicode_GET_LENGTH(text);
+    if (count >= 0) {
+        *cps = malloc(((size_t)n + 1) * sizeof(Py_UCS4));
+        *ends = malloc(((size_t)count + 1) * sizeof(int32_t));
+        if (*cps && *ends) {
+            if (n)
+                memcpy(*cps, s->text, (size_t)n * sizeof(Py_UCS4));
+            if (count)
+                memcpy(*ends, s->ends, (size_t)count * sizeof(int32_t));
+        } else {
+            free(*cps);
+            free(*ends);
+            *cps = NULL;
+            *ends = NULL;
+            PyErr_NoMemory();
+            count = -1;
+        }
+    }
+    t->busy--;
+    if (s == &own)
+        scratch_free(&own);
+    return count;
+}

@@ -244,6 +244,11 @@ class Tokenizer:
         return jieba
 
     @property
+    def compiled(self) -> bool:
+        """Whether cut() is the compiled segmenter's (no user words, extension built)."""
+        return self._compiled
+
+    @property
     def _jieba(self) -> object:
         """rjieba's Jieba with this tokenizer's words, made on first use when the compiled cut is used
         (two threads may both make one: the same dictionary, one is dropped)."""

@@ -142,3 +142,53 @@ def test_table_is_cached_and_the_cached_table_cuts_the_same(tmp_path):
     assert runs[0].stdout.split()[0] == "False" and runs[1].stdout.split()[0] == "True"
     assert runs[0].stdout.split()[1] == runs[1].stdout.split()[1] == "|".join(REF.cut(text, True))
     assert len(list(tmp_path.glob("jiebatrie-*.npz"))) == 1
+
+
+def _both_ways(text: str, weighting: str) -> tuple:
+    """canonical_simhash from the cut's token ends, and from the token list."""
+    from fingerprint.simhash import canonical_simhash, canonical_simhash_of
+
+    return canonical_simhash_of(text, Tokenizer(), weighting), canonical_simhash(REF.cut(text, True), weighting)
+
+
+@pytest.mark.parametrize("path", [NEWS_FILE, FICTION_FILE], ids=["news", "fiction"])
+def test_canonical_simhash_from_token_ends_equals_the_token_lists(path):
+    from fingerprint import speedups
+
+    if not hasattr(speedups.KERNEL, "canonical_simhash_text"):
+        pytest.skip("extension without canonical_simhash_text")
+    for text in _rows(path, 80):
+        for weighting in ("tfidf", "tf"):
+            ends, tokens = _both_ways(normalize(text), weighting)
+            assert ends == tokens, text[:80]
+
+
+@settings(max_examples=300, deadline=None)
+@given(MIXED, st.sampled_from(["tfidf", "tf"]))
+def test_canonical_simhash_from_token_ends_on_mixed_strings(text, weighting):
+    ends, tokens = _both_ways(text, weighting)
+    assert ends == tokens
+    assert sys.getsizeof(ends[1]) == sys.getsizeof("".join(list(ends[1])))  # a str of the narrowest kind
+
+
+def test_canonical_simhash_text_refuses_bad_arguments():
+    from fingerprint.synonyms import kernel_table
+    from fingerprint.tokens import BUCKET_BITS, idf_buckets
+
+    kernel = segmenter.KERNEL
+    if not hasattr(kernel, "canonical_simhash_text"):
+        pytest.skip("extension without canonical_simhash_text")
+    keys, values, starts, median, _ = idf_buckets()
+    syn, idf = list(kernel_table()), (keys, values, starts, BUCKET_BITS, median, True)
+    table = segmenter.table()
+    assert kernel.canonical_simhash_text(table, "", *syn, *idf) == kernel.canonical_simhash([], *syn, *idf)
+    with pytest.raises(TypeError):
+        kernel.canonical_simhash_text(object(), "天", *syn, *idf)
+    with pytest.raises(TypeError):
+        kernel.canonical_simhash_text(table, b"\xe5\xa4\xa9", *syn, *idf)
+    with pytest.raises(ValueError, match="canon_hashes"):
+        kernel.canonical_simhash_text(table, "天", *syn[:5], syn[5][:10], *idf)
+    with pytest.raises(ValueError, match="differ in length"):
+        kernel.canonical_simhash_text(table, "天", *syn[:4], syn[4][:10], syn[5], *idf)
+    with pytest.raises(UnicodeEncodeError):
+        kernel.canonical_simhash_text(table, "天\ud800", *syn, *idf)
