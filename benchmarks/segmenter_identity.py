@@ -109,19 +109,26 @@ def corpus_texts() -> Iterator[tuple[str, str]]:
 
 def timing(n: int, rounds: int = 7) -> None:
     """Median us a document of rjieba's cut and the compiled one on n normalised benchmark documents
-    (3,000 characters), alternating rounds in one process; then each one's load in a fresh process."""
+    (3,000 characters), and of the cut with the synonym SimHash as the dedup runs it (rjieba's tokens, the
+    compiled tokens, the compiled token ends), alternating rounds in one process; then each one's load in a
+    fresh process."""
     import statistics
     import subprocess
 
     from benchmarks.dedup_corpus import build
     from fingerprint import segmenter
     from fingerprint.normalize import normalize
-    from fingerprint.tokens import _jieba_class
+    from fingerprint.simhash import canonical_simhash, canonical_simhash_of
+    from fingerprint.tokens import Tokenizer, _jieba_class
 
     texts = [normalize(row["text"]) for row in build(n)]
-    ref = _jieba_class()()
-    cuts = {"rjieba": lambda t: ref.cut(t, True), "compiled": segmenter.cut}
-    cuts["compiled"](texts[0])
+    ref, tok = _jieba_class()(), Tokenizer()
+    cuts = {"rjieba": lambda t: ref.cut(t, True), "compiled": segmenter.cut,
+            "rjieba + canonical_simhash": lambda t: canonical_simhash(ref.cut(t, True)),
+            "compiled + canonical_simhash": lambda t: canonical_simhash(segmenter.cut(t)),
+            "token ends: canonical_simhash_of": lambda t: canonical_simhash_of(t, tok)}
+    for cut in cuts.values():
+        cut(texts[0])
     times: dict[str, list[float]] = {k: [] for k in cuts}
     for _ in range(rounds):
         for name, cut in cuts.items():
@@ -130,7 +137,7 @@ def timing(n: int, rounds: int = 7) -> None:
                 cut(text)
             times[name].append((time.process_time() - start) / len(texts) * 1e6)
     for name, ts in times.items():
-        print(f"cut, {name:8}: {statistics.median(ts):6.0f} us a document (CPU; {min(ts):.0f}-{max(ts):.0f}, "
+        print(f"{name:34}: {statistics.median(ts):6.0f} us a document (CPU; {min(ts):.0f}-{max(ts):.0f}, "
               f"{rounds} rounds, {len(texts)} documents of {sum(map(len, texts)) // len(texts)} characters)")
     loads = {"rjieba": "from fingerprint.tokens import _jieba_class; _jieba_class()()",
              "compiled": "from fingerprint import segmenter; segmenter.table()"}
