@@ -1298,7 +1298,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "fingerprint._speedups",
-    "Compiled SimHash, DNA and sketch kernels and the jieba segmenter; fingerprint/ falls back to numpy without them.", -1, methods,
+    "Compiled SimHash, DNA and sketch kernels and the jieba segmenter; fingerprint/ falls back to numpy and\n"
+    "rjieba without them.", -1, methods,
 };
 
 /* Bumped when a kernel's arguments or set of kernels change: fingerprint/speedups.py uses a build of
