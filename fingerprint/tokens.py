@@ -226,7 +226,7 @@ class Tokenizer:
     """rjieba segmentation with optional user words (novel characters, place names).
 
     Without user words it cuts with the compiled segmenter when it is built (fingerprint/segmenter.py:
-    the same tokens, ~3x faster, no rjieba dictionary to load); rjieba stays the reference and fallback."""
+    the same tokens, 1.7-2x faster, no rjieba dictionary to load); rjieba stays the reference and fallback."""
 
     def __init__(self, user_words: Iterable[str] = ()) -> None:
         self._words = sorted({w.strip() for w in user_words if w and w.strip()})
@@ -238,6 +238,7 @@ class Tokenizer:
         self.id = "rjieba0.2" + (f"+user{digest}" if self._words else "")
 
     def _reference(self) -> object:
+        """rjieba's Jieba with this tokenizer's user words: the reference cut, and the cut with user words."""
         jieba = _jieba_class()()
         for word in self._words:
             jieba.add_word(word, None, None)
