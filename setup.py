@@ -1,4 +1,4 @@
-"""Builds fingerprint/_speedups.c; everything else about the package is in pyproject.toml.
+"""Builds fingerprint/_speedups.c (with the segmenter, fingerprint/_segment.c); everything else about the package is in pyproject.toml.
 
 The extension is optional: without a C compiler the install still succeeds and fingerprint/ uses its
 numpy code, which gives the same fingerprints, about 1.6x slower.
@@ -10,5 +10,6 @@ from setuptools import Extension, setup
 # Never fuse a multiply and an add: the kernel's floating point must equal numpy's operation for operation.
 FLAGS = [] if sys.platform == "win32" else ["-O3", "-ffp-contract=off", "-fno-fast-math"]
 
-setup(ext_modules=[Extension("fingerprint._speedups", ["fingerprint/_speedups.c"],
+setup(ext_modules=[Extension("fingerprint._speedups", ["fingerprint/_speedups.c", "fingerprint/_segment.c"],
+                             depends=["fingerprint/_segment.h"],
                              extra_compile_args=FLAGS, optional=True)])

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_segment.h"
+
 #define POLY_P 0x100000001B3ULL /* tokens.py _P */
 #define DNA_COLUMNS 23          /* dna.py DNA_LETTERS */
 #define MAX_CODEPOINT 0x2FFFF   /* dna.py _codepoints: larger code points read the last table entry */
@@ -755,7 +757,7 @@ static PyObject *canonical_simhash(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(tokens);
-    uint64_t *hashes = malloc(sizeof(uint64_t) * (size_t)n + 1);
+    uint64_t *hashes = calloc((size_t)n + 1, sizeof(uint64_t));  /* calloc: gcc cannot see canonical_words fill it */
     PyObject **out = malloc(sizeof(PyObject *) * (size_t)n + 1), *result = NULL;
     uint64_t fp = 0;
     if (!hashes || !out) {
@@ -764,6 +766,132 @@ static PyObject *canonical_simhash(PyObject *self, PyObject *args)
         PyObject *text = joined(out, n);
         result = text ? Py_BuildValue("KN", (unsigned long long)fp, text) : NULL;
     }
+    free(hashes);
+    free(out);
+    release_buffers(syn_views, 3);
+    release_buffers(idf_views, 3);
+    return result;
+}
+
+/* canonical_words over the tokens text[ends[i - 1]:ends[i]] of a code-point array, without str objects:
+ * out[i] is the canonical member when the token has one, else NULL (the token stands for itself). */
+static void canonical_ranges(const Py_UCS4 *cps, const int32_t *ends, Py_ssize_t n, const SynTable *syn,
+                             PyObject **out, uint64_t *hashes)
+{
+    int shift = 64 - syn->bucket_bits;
+    for (Py_ssize_t i = 0, a = 0; i < n; a = ends[i++]) {
+        uint64_t h = 0;
+        for (Py_ssize_t k = a; k < ends[i]; k++)
+            h = h * POLY_P + (uint64_t)cps[k];
+        hashes[i] = mix64(h);
+        out[i] = NULL;
+        if (ends[i] - a > 1)
+            __builtin_prefetch(&syn->starts[(hashes[i] | 1) >> shift]);
+    }
+    for (Py_ssize_t i = 0, a = 0; i < n; a = ends[i++]) {
+        Py_ssize_t len = ends[i] - a;
+        if (len < 2)
+            continue;
+        uint64_t h = hashes[i] | 1, b = h >> shift;
+        for (int64_t j = syn->starts[b]; j < syn->starts[b + 1]; j++) {
+            PyObject *word = PyList_GET_ITEM(syn->words, j);
+            if ((syn->keys[j] | 1) != h || !PyUnicode_Check(word) || PyUnicode_GET_LENGTH(word) != len)
+                continue;
+            int kind = PyUnicode_KIND(word);
+            const void *data = PyUnicode_DATA(word);
+            Py_ssize_t k = 0;
+            while (k < len && PyUnicode_READ(kind, data, k) == cps[a + k])
+                k++;
+            if (k == len) {
+                out[i] = PyList_GET_ITEM(syn->canon, j);
+                hashes[i] = syn->canon_hashes[j];
+                break;
+            }
+        }
+    }
+}
+
+/* The tokens joined into one new str: canonical members where out[i] is one, else the text's own range. */
+static PyObject *joined_ranges(const Py_UCS4 *cps, const int32_t *ends, Py_ssize_t n, PyObject **out)
+{
+    Py_ssize_t len = 0;
+    Py_UCS4 maxchar = 0;
+    for (Py_ssize_t i = 0, a = 0; i < n; a = ends[i++]) {
+        if (out[i]) {
+            if (!PyUnicode_Check(out[i])) {
+                PyErr_SetString(PyExc_TypeError, "canon holds a non-str");
+                return NULL;
+            }
+            len += PyUnicode_GET_LENGTH(out[i]);
+            if (PyUnicode_MAX_CHAR_VALUE(out[i]) > maxchar)
+                maxchar = PyUnicode_MAX_CHAR_VALUE(out[i]);
+        } else {
+            len += ends[i] - a;
+            for (Py_ssize_t k = a; k < ends[i]; k++)
+                if (cps[k] > maxchar)
+                    maxchar = cps[k];
+        }
+    }
+    PyObject *text = PyUnicode_New(len, maxchar);
+    if (!text)
+        return NULL;
+    int kind = PyUnicode_KIND(text);
+    void *dst = PyUnicode_DATA(text);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0, a = 0; i < n; a = ends[i++]) {
+        if (out[i]) {
+            int wk = PyUnicode_KIND(out[i]);
+            const void *src = PyUnicode_DATA(out[i]);
+            for (Py_ssize_t j = 0; j < PyUnicode_GET_LENGTH(out[i]); j++)
+                PyUnicode_WRITE(kind, dst, at++, PyUnicode_READ(wk, src, j));
+        } else {
+            for (Py_ssize_t k = a; k < ends[i]; k++)
+                PyUnicode_WRITE(kind, dst, at++, cps[k]);
+        }
+    }
+    return text;
+}
+
+PyDoc_STRVAR(canonical_simhash_text_doc,
+"canonical_simhash_text(segmenter_table, text, keys, starts, bucket_bits, words, canon, canon_hashes, idf_keys,\n"
+"                       idf_values, idf_starts, idf_bucket_bits, median, tfidf) -> (int, str)\n\n"
+"canonical_simhash(jieba_cut(segmenter_table, text), ...) from the cut's token ends: no token objects.");
+
+static PyObject *canonical_simhash_text(PyObject *self, PyObject *args)
+{
+    PyObject *seg, *text, *words, *canon, *syn_objs[3], *idf_objs[3];
+    int syn_bits, idf_bits, tfidf;
+    double median;
+    if (!PyArg_ParseTuple(args, "OUOOiO!O!OOOOidp", &seg, &text, &syn_objs[0], &syn_objs[1], &syn_bits,
+                          &PyList_Type, &words, &PyList_Type, &canon, &syn_objs[2], &idf_objs[0], &idf_objs[1],
+                          &idf_objs[2], &idf_bits, &median, &tfidf))
+        return NULL;
+    Py_buffer syn_views[3], idf_views[3];
+    SynTable syn;
+    IdfTable idf;
+    if (syn_table(syn_objs, syn_bits, words, canon, syn_views, &syn) < 0)
+        return NULL;
+    if (idf_table(idf_objs, idf_bits, median, idf_views, &idf) < 0) {
+        release_buffers(syn_views, 3);
+        return NULL;
+    }
+    Py_UCS4 *cps = NULL;
+    int32_t *ends = NULL;
+    Py_ssize_t n = jieba_cut_ends(seg, text, &cps, &ends);
+    uint64_t *hashes = n >= 0 ? calloc((size_t)n + 1, sizeof(uint64_t)) : NULL;  /* calloc: as canonical_simhash */
+    PyObject **out = n >= 0 ? malloc(sizeof(PyObject *) * (size_t)n + 1) : NULL, *result = NULL;
+    uint64_t fp = 0;
+    if (n >= 0 && (!hashes || !out)) {
+        PyErr_NoMemory();
+    } else if (n >= 0) {
+        canonical_ranges(cps, ends, n, &syn, out, hashes);
+        if (simhash_hashes(hashes, n, &idf, tfidf, &fp) == 0) {
+            PyObject *joined_text = joined_ranges(cps, ends, n, out);
+            result = joined_text ? Py_BuildValue("KN", (unsigned long long)fp, joined_text) : NULL;
+        }
+    }
+    free(cps);
+    free(ends);
     free(hashes);
     free(out);
     release_buffers(syn_views, 3);
@@ -1157,16 +1285,21 @@ static PyMethodDef methods[] = {
     {"letter_codes", letter_codes, METH_VARARGS, letter_codes_doc},
     {"align_runs", align_runs, METH_VARARGS, align_runs_doc},
     {"canonical_simhash", canonical_simhash, METH_VARARGS, canonical_simhash_doc},
+    {"canonical_simhash_text", canonical_simhash_text, METH_VARARGS, canonical_simhash_text_doc},
     {"canonical_tokens", canonical_tokens, METH_VARARGS, canonical_tokens_doc},
     {"simhash_tokens", simhash_tokens, METH_VARARGS, simhash_tokens_doc},
     {"dna", dna, METH_VARARGS, dna_doc},
     {"smallest_seeds", smallest_seeds, METH_VARARGS, smallest_seeds_doc},
+    {"jieba_table", jieba_table, METH_VARARGS, jieba_table_doc},
+    {"jieba_cut", jieba_cut, METH_VARARGS, jieba_cut_doc},
+    {"jieba_ends", jieba_ends, METH_VARARGS, jieba_ends_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "fingerprint._speedups",
-    "Compiled SimHash, DNA and sketch kernels; fingerprint/ falls back to numpy without them.", -1, methods,
+    "Compiled SimHash, DNA and sketch kernels and the jieba segmenter; fingerprint/ falls back to numpy and\n"
+    "rjieba without them.", -1, methods,
 };
 
 /* Bumped when a kernel's arguments or set of kernels change: fingerprint/speedups.py uses a build of

@@ -12,7 +12,7 @@ from fingerprint.dna import DEFAULT_PARAMS, DnaParams, dna, letter_stream
 from fingerprint.exact import content_hash
 from fingerprint.normalize import normalize
 from fingerprint.seeds import smallest_seeds
-from fingerprint.simhash import canonical_simhash, simhash
+from fingerprint.simhash import canonical_simhash_of, simhash
 from fingerprint.tokens import Tokenizer, default_tokenizer
 from fingerprint.version import FINGERPRINT_VERSION, fingerprint_version
 
@@ -45,8 +45,7 @@ def fingerprint_normalized(text: str, norm: str, content: str, weighting: str = 
     dedup computes them first: an exact copy needs nothing more)."""
     on = synonyms.enabled()
     if on:
-        cut = (tokenizer or default_tokenizer()).cut(norm)
-        sh, canonical = canonical_simhash(cut, weighting, numpy_only="\x00" in norm)
+        sh, canonical = canonical_simhash_of(norm, tokenizer or default_tokenizer(), weighting)
         sk = smallest_seeds(_remember(text, canonical).codes, sketch_size) if sketch_size else []
     else:
         sh = simhash(norm, weighting, tokenizer, normalized=True)

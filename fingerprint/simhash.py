@@ -5,7 +5,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fingerprint import speedups, synonyms
+from fingerprint import segmenter, speedups, synonyms
 from fingerprint.normalize import normalize
 from fingerprint.tokens import (BUCKET_BITS, Tokenizer, check_weighting, default_tokenizer, hashed_token_weights,
                                 idf_buckets, token_hash)
@@ -35,10 +35,9 @@ def simhash(text: str, weighting: str = "tfidf", tokenizer: Tokenizer | None = N
     """64-bit SimHash of a text (unsigned int)."""
     tok = tokenizer or default_tokenizer()
     norm = text if normalized else normalize(text)
-    cut = tok.cut(norm)
     if synonyms.enabled():   # 讯息 and 消息 are one feature (fingerprint/synonyms.py)
-        return canonical_simhash(cut, weighting, numpy_only="\x00" in norm)[0]
-    return simhash_tokens(cut, weighting, numpy_only="\x00" in norm)
+        return canonical_simhash_of(norm, tok, weighting)[0]
+    return simhash_tokens(tok.cut(norm), weighting, numpy_only="\x00" in norm)
 
 
 def simhash_tokens(cut: list[str], weighting: str = "tfidf", numpy_only: bool = False) -> int:
@@ -62,6 +61,19 @@ def canonical_simhash(cut: list[str], weighting: str = "tfidf", numpy_only: bool
     keys, values, starts, median, _ = idf_buckets()
     return kernel.canonical_simhash(cut, *synonyms.kernel_table(), keys, values, starts, BUCKET_BITS, median,
                                     weighting == "tfidf")
+
+
+def canonical_simhash_of(norm: str, tokenizer: Tokenizer, weighting: str = "tfidf") -> tuple[int, str]:
+    """canonical_simhash(tokenizer.cut(norm)): when the tokenizer cuts with the compiled segmenter, straight
+    from the cut's token ends, without ~1,650 token objects a page (tests compare both ways)."""
+    kernel = speedups.KERNEL
+    if (not tokenizer.compiled or "\x00" in norm or kernel is None
+            or not hasattr(kernel, "canonical_simhash_text")):
+        return canonical_simhash(tokenizer.cut(norm), weighting, numpy_only="\x00" in norm)
+    check_weighting(weighting)
+    keys, values, starts, median, _ = idf_buckets()
+    return kernel.canonical_simhash_text(segmenter.table(), norm, *synonyms.kernel_table(), keys, values, starts,
+                                         BUCKET_BITS, median, weighting == "tfidf")
 
 
 def hamming(a: int, b: int) -> int:

@@ -1,8 +1,9 @@
 """Chinese tokens and their weights: the features a SimHash is built from.
 
-The tokenizer is rjieba (jieba's dictionary and algorithm, in Rust, ~30x faster than jieba). It is a
-hard dependency, never a "use it if installed" choice: a different segmenter gives different tokens
-and so different fingerprints. Weights are TF-IDF with jieba's IDF table (frozen since jieba 0.42.1)
+The tokenizer is rjieba (jieba's dictionary and algorithm, in Rust, ~30x faster than jieba), or the
+compiled segmenter that gives its tokens exactly (fingerprint/segmenter.py). rjieba is a hard dependency,
+never a "use it if installed" choice: a different segmenter gives different tokens and so different
+fingerprints. Weights are TF-IDF with jieba's IDF table (frozen since jieba 0.42.1)
 or plain TF, rounded to integers so the SimHash sums are exact on every machine.
 
 Per-token work is vectorised: the tokens are joined into one string, every token's 64-bit
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fingerprint import segmenter
 from fingerprint._tables import stopwords
 from fingerprint.cache import cache_dir, digest
 from fingerprint.seeds import mix64
@@ -221,19 +223,45 @@ def _load_jieba_class() -> type:
 
 
 class Tokenizer:
-    """rjieba segmentation with optional user words (novel characters, place names)."""
+    """rjieba segmentation with optional user words (novel characters, place names).
+
+    Without user words it cuts with the compiled segmenter when it is built (fingerprint/segmenter.py:
+    the same tokens, 1.7-2x faster, no rjieba dictionary to load); rjieba stays the reference and fallback."""
 
     def __init__(self, user_words: Iterable[str] = ()) -> None:
-        words = sorted({w.strip() for w in user_words if w and w.strip()})
-        self._jieba = _jieba_class()()
-        for word in words:
-            self._jieba.add_word(word, None, None)
-        digest = hashlib.blake2b("\n".join(words).encode(), digest_size=4).hexdigest()
-        self.id = "rjieba0.2" + (f"+user{digest}" if words else "")
+        self._words = sorted({w.strip() for w in user_words if w and w.strip()})
+        self._rjieba = None
+        self._compiled = not self._words and segmenter.available()
+        if not self._compiled:
+            self._rjieba = self._reference()
+        digest = hashlib.blake2b("\n".join(self._words).encode(), digest_size=4).hexdigest()
+        self.id = "rjieba0.2" + (f"+user{digest}" if self._words else "")
+
+    def _reference(self) -> object:
+        """rjieba's Jieba with this tokenizer's user words: the reference cut, and the cut with user words."""
+        jieba = _jieba_class()()
+        for word in self._words:
+            jieba.add_word(word, None, None)
+        return jieba
+
+    @property
+    def compiled(self) -> bool:
+        """Whether cut() is the compiled segmenter's (no user words, extension built)."""
+        return self._compiled
+
+    @property
+    def _jieba(self) -> object:
+        """rjieba's Jieba with this tokenizer's words, made on first use when the compiled cut is used
+        (two threads may both make one: the same dictionary, one is dropped)."""
+        if self._rjieba is None:
+            self._rjieba = self._reference()
+        return self._rjieba
 
     def cut(self, normalized: str) -> list[str]:
         """All tokens of a normalised text, punctuation included."""
-        return self._jieba.cut(normalized, True)
+        if self._compiled:
+            return segmenter.cut(normalized)
+        return self._rjieba.cut(normalized, True)
 
     def tokens(self, normalized: str) -> list[str]:
         """Content tokens of a normalised text in order: stopwords and punctuation removed."""

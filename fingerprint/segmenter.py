@@ -1,0 +1,178 @@
+"""jieba's segmentation in C (fingerprint/_segment.c), giving rjieba's tokens, from jieba 0.42.1's files.
+
+rjieba (jieba-rs) returns ~1,650 str objects a 3,000-character page and takes half of a batch dedup;
+the compiled cut gives the same tokens (tests/fingerprint/test_segmenter.py and
+benchmarks/segmenter_identity.py compare them list for list), so fingerprints do not change. Its tables
+are jieba's dictionary as a trie and jieba's HMM (prob_start/prob_trans/prob_emit), built once per
+machine (~4 s) and then loaded from a cache file named by a digest of those files and of this module.
+
+The trie: node 0 is the root; the root's children are found by code point in `root`; every other node's
+children are the consecutive nodes from nodes[node].first to nodes[node + 1].first (a sentinel node ends
+the array), sorted by the code point of the edge into them (`cp`, with WORD set where a word ends);
+`logfreq` is ln(freq) of that word. jieba_table hashes the edges below the root at load (~20 ms), so a
+step of the cut reads one cache line.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import math
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from fingerprint.cache import cache_dir, digest
+from fingerprint.speedups import KERNEL
+
+ROOT_SIZE = 0x30000  # _segment.c ROOT_SIZE
+HMM_LO, HMM_HI = 0x4E00, 0x9FD5  # _segment.c: the HMM's Han range
+MIN_FLOAT = -3.14e100  # jieba's log-probability of what the HMM has no entry for
+STATES = "BEMS"  # _segment.c's state order
+TABLE_VERSION = "2"  # bump when the table's layout changes
+WORD = 0x80000000  # _segment.c WORD
+NODE = np.dtype([("cp", "<u4"), ("first", "<i4"), ("logfreq", "<f8")])  # _segment.c Node
+_ARRAYS = ("root", "nodes", "emit", "model", "log_total")
+
+
+def jieba_dir() -> Path:
+    """The installed jieba package's folder (its dict.txt and finalseg/), found without importing it."""
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("jieba is not installed: its dictionary is the segmenter's")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _sources() -> list[Path]:
+    folder = jieba_dir()
+    return [folder / "dict.txt"] + [folder / "finalseg" / f"prob_{n}.py" for n in ("start", "trans", "emit")]
+
+
+def read_dictionary(text: str) -> tuple[dict[str, int], int]:
+    """(word -> freq, total) as jieba-rs loads its embedded dict.txt: each line counts in the total,
+    a repeated word keeps its first line's frequency."""
+    freqs: dict[str, int] = {}
+    total = 0
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        freq = int(parts[1]) if len(parts) > 1 else 0
+        freqs.setdefault(parts[0], freq)
+        total += freq
+    return freqs, total
+
+
+def build_trie(freqs: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(root, nodes) of the words, nodes numbered level by level (see the module doc)."""
+    ids = {"": 0}
+    rows, counts = [(0, 0.0)], [0]
+    level = [""]
+    depth = 0
+    while level:
+        grown = sorted({(ids[w[:depth]], w[:depth + 1]) for w in freqs if len(w) > depth},
+                       key=lambda pw: (pw[0], ord(pw[1][-1])))
+        level = []
+        for parent, prefix in grown:
+            ids[prefix] = len(rows)
+            counts[parent] += 1
+            freq = freqs.get(prefix)
+            # math.log is the C library's log, as Rust's f64::ln is: the same doubles
+            rows.append((ord(prefix[-1]) | (WORD if freq is not None else 0),
+                         0.0 if freq is None else math.log(freq) if freq > 0 else -math.inf))
+            counts.append(0)
+            level.append(prefix)
+        depth += 1
+    nodes = np.zeros(len(rows) + 1, dtype=NODE)  # and the sentinel
+    nodes["cp"][:-1] = [cp for cp, _ in rows]
+    nodes["logfreq"][:-1] = [lf for _, lf in rows]
+    nodes["first"] = 1 + np.concatenate([[0], np.cumsum(np.array(counts, dtype=np.int64))])
+    root = np.zeros(ROOT_SIZE, dtype=np.int32)
+    for prefix, node in ids.items():
+        if len(prefix) == 1 and ord(prefix) < ROOT_SIZE:
+            root[ord(prefix)] = node
+    return root, nodes
+
+
+def _literal(path: Path) -> dict:
+    """The dict `P` a finalseg prob_*.py file assigns, read without running it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "P":
+            return ast.literal_eval(node.value)
+    raise ValueError(f"{path}: no P = {{...}}")
+
+
+def build_hmm(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(emit, model): emission log-probabilities over the HMM's Han range, 4 a character; start, transitions."""
+    start, trans, emit = (_literal(folder / f"prob_{n}.py") for n in ("start", "trans", "emit"))
+    table = np.full((HMM_HI - HMM_LO + 1, 4), MIN_FLOAT)
+    for s, state in enumerate(STATES):
+        for ch, p in emit.get(state, {}).items():
+            if len(ch) == 1 and HMM_LO <= ord(ch) <= HMM_HI:
+                # jieba-rs embeds cppjieba's copy of this model, whose emissions are jieba's written with
+                # 6 decimals ("%f"): rjieba's binary holds exactly these doubles, row for row
+                table[ord(ch) - HMM_LO, s] = float(f"{p:.6f}")
+    model = [start.get(s, MIN_FLOAT) for s in STATES]
+    model += [trans.get(a, {}).get(b, MIN_FLOAT) for a in STATES for b in STATES]
+    return table.ravel(), np.array(model, dtype=np.float64)
+
+
+def build_arrays() -> dict[str, np.ndarray]:
+    """Every array jieba_table takes, from jieba's files."""
+    folder = jieba_dir()
+    freqs, total = read_dictionary((folder / "dict.txt").read_text(encoding="utf-8"))
+    root, nodes = build_trie(freqs)
+    emit, model = build_hmm(folder / "finalseg")
+    return {"root": root, "nodes": nodes, "emit": emit, "model": model, "log_total": np.array(math.log(total))}
+
+
+def _cache_file() -> Path:
+    parts = [TABLE_VERSION.encode(), Path(__file__).read_bytes()] + [p.read_bytes() for p in _sources()]
+    return cache_dir() / f"jiebatrie-{digest(parts)}.npz"
+
+
+def load_arrays() -> dict[str, np.ndarray]:
+    """The arrays, from the cache file when an earlier process saved it (saved here if not)."""
+    path = _cache_file()
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {name: z[name] for name in _ARRAYS}
+    except (OSError, ValueError, KeyError, EOFError):
+        pass
+    arrays = build_arrays()
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)  # atomic: a reader sees the whole file or none
+    except OSError:
+        tmp.unlink(missing_ok=True)
+    return arrays
+
+
+_LOCK = threading.Lock()
+_TABLE: list = []
+
+
+def available() -> bool:
+    """Whether the compiled segmenter is built (else Tokenizer cuts with rjieba)."""
+    return KERNEL is not None and hasattr(KERNEL, "jieba_cut")
+
+
+def table() -> object:
+    """The compiled segmenter's table (built or loaded once per process)."""
+    if not _TABLE:
+        with _LOCK:
+            if not _TABLE:
+                a = load_arrays()
+                _TABLE.append(KERNEL.jieba_table(a["root"], a["nodes"], a["emit"], a["model"],
+                                                 float(a["log_total"])))
+    return _TABLE[0]
+
+
+def cut(text: str) -> list[str]:
+    """jieba's cut(text, hmm=True) with the default dictionary: rjieba's tokens."""
+    return KERNEL.jieba_cut(table(), text)
