@@ -65,33 +65,41 @@ def read_dictionary(text: str) -> tuple[dict[str, int], int]:
 
 
 def build_trie(freqs: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(root, nodes) of the words, nodes numbered level by level (see the module doc)."""
-    ids = {"": 0}
-    rows, counts = [(0, 0.0)], [0]
-    level = [""]
-    depth = 0
-    while level:
-        grown = sorted({(ids[w[:depth]], w[:depth + 1]) for w in freqs if len(w) > depth},
-                       key=lambda pw: (pw[0], ord(pw[1][-1])))
-        level = []
-        for parent, prefix in grown:
-            ids[prefix] = len(rows)
-            counts[parent] += 1
-            freq = freqs.get(prefix)
-            # math.log is the C library's log, as Rust's f64::ln is: the same doubles
-            rows.append((ord(prefix[-1]) | (WORD if freq is not None else 0),
-                         0.0 if freq is None else math.log(freq) if freq > 0 else -math.inf))
-            counts.append(0)
-            level.append(prefix)
-        depth += 1
-    nodes = np.zeros(len(rows) + 1, dtype=NODE)  # and the sentinel
-    nodes["cp"][:-1] = [cp for cp, _ in rows]
-    nodes["logfreq"][:-1] = [lf for _, lf in rows]
-    nodes["first"] = 1 + np.concatenate([[0], np.cumsum(np.array(counts, dtype=np.int64))])
+    """(root, nodes) of the words, nodes numbered level by level (see the module doc), in numpy (~0.2 s;
+    a loop over the prefixes took ~3.5 s of a cold cache's first cut).
+
+    A level's nodes in order are its distinct prefixes sorted by (the parent's place in its level, the last
+    code point): one np.unique of rank << 21 | code point a level, the rank being the parent's."""
+    words = list(freqs)
+    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    flat = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    starts = np.cumsum(lens) - lens
+    logf = np.array([math.log(f) if f > 0 else -math.inf for f in freqs.values()])
+    cps, logs, counts = [np.zeros(1, np.uint32)], [np.zeros(1)], []
+    rank = np.zeros(len(words), dtype=np.int64)   # each word's prefix of depth - 1 characters: its place in its level
+    alive, size, depth = np.arange(len(words)), 1, 1
+    while alive.size:
+        keys, inv = np.unique((rank[alive] << 21) | flat[starts[alive] + depth - 1], return_inverse=True)
+        counts.append(np.bincount(keys >> 21, minlength=size))   # children of the level above's nodes
+        ends = lens[alive] == depth                                # a prefix of `depth` characters is one word at most
+        word = np.zeros(keys.size, dtype=np.uint32)
+        word[inv[ends]] = WORD
+        lf = np.zeros(keys.size)
+        lf[inv[ends]] = logf[alive[ends]]
+        cps.append((keys & 0x1FFFFF).astype(np.uint32) | word)
+        logs.append(lf)
+        rank[alive] = inv
+        alive, size, depth = alive[~ends], keys.size, depth + 1
+    counts.append(np.zeros(size, dtype=np.int64))   # the deepest level has no children
+    nodes = np.zeros(sum(c.size for c in cps) + 1, dtype=NODE)  # and the sentinel
+    nodes["cp"][:-1] = np.concatenate(cps)
+    nodes["logfreq"][:-1] = np.concatenate(logs)
+    nodes["first"] = 1 + np.concatenate([[0], np.cumsum(np.concatenate(counts))])
     root = np.zeros(ROOT_SIZE, dtype=np.int32)
-    for prefix, node in ids.items():
-        if len(prefix) == 1 and ord(prefix) < ROOT_SIZE:
-            root[ord(prefix)] = node
+    if len(cps) > 1:
+        first = (cps[1] & 0x1FFFFF).astype(np.int64)
+        below = first < ROOT_SIZE
+        root[first[below]] = 1 + np.flatnonzero(below)
     return root, nodes
 
 

@@ -123,6 +123,49 @@ def test_bad_tables_are_refused():
     assert ends.tolist() == [2, 4, 5, 7, 9]
 
 
+def _trie_by_loops(freqs: dict) -> tuple:
+    """The trie as the module doc defines it, built one prefix at a time: the reference for build_trie."""
+    ids, rows, counts, level, depth = {"": 0}, [(0, 0.0)], [0], [""], 0
+    while level:
+        grown = sorted({(ids[w[:depth]], w[:depth + 1]) for w in freqs if len(w) > depth},
+                       key=lambda pw: (pw[0], ord(pw[1][-1])))
+        level = []
+        for parent, prefix in grown:
+            ids[prefix] = len(rows)
+            counts[parent] += 1
+            freq = freqs.get(prefix)
+            rows.append((ord(prefix[-1]) | (segmenter.WORD if freq is not None else 0),
+                         0.0 if freq is None else np.log(freq) if freq > 0 else -np.inf))
+            counts.append(0)
+            level.append(prefix)
+        depth += 1
+    nodes = np.zeros(len(rows) + 1, dtype=segmenter.NODE)
+    nodes["cp"][:-1] = [cp for cp, _ in rows]
+    nodes["logfreq"][:-1] = [lf for _, lf in rows]
+    nodes["first"] = 1 + np.concatenate([[0], np.cumsum(np.array(counts, dtype=np.int64))])
+    root = np.zeros(segmenter.ROOT_SIZE, dtype=np.int32)
+    for prefix, node in ids.items():
+        if len(prefix) == 1 and ord(prefix) < segmenter.ROOT_SIZE:
+            root[ord(prefix)] = node
+    return root, nodes
+
+
+def test_vectorised_trie_equals_the_trie_built_prefix_by_prefix():
+    """build_trie (numpy, level by level) lays out every node as the one-prefix-at-a-time definition does."""
+    text = (segmenter.jieba_dir() / "dict.txt").read_text(encoding="utf-8")
+    freqs, _ = segmenter.read_dictionary(text)
+    rng = np.random.default_rng(28)
+    words = list(freqs)
+    sample = {words[i]: freqs[words[i]] for i in sorted(rng.choice(len(words), 20_000, replace=False))}
+    odd = {"中": 5, "中国": 0, "中国人民": 7, "𠀀": 3, "𠀀𠀁": 2, "a": 1, "ab": 9, "\U0002FFFF": 1, "\U00030000中": 4,
+           "一二三四五六七八九十一二三四五六七八九十": 2}
+    for dictionary in (sample, odd, {**sample, **odd}, {"中": 1}):
+        root, nodes = segmenter.build_trie(dictionary)
+        want_root, want_nodes = _trie_by_loops(dictionary)
+        assert np.array_equal(root, want_root)
+        assert nodes.tobytes() == want_nodes.tobytes()
+
+
 def test_tokenizer_uses_it_without_user_words_and_rjieba_with_them():
     plain, user = Tokenizer(), Tokenizer(["杭研大厦"])
     assert plain._compiled and plain._rjieba is None and plain.id == "rjieba0.2"
