@@ -53,6 +53,7 @@ typedef struct {
 
 #define PREFETCH_AHEAD 16    /* positions between asking for an edge's slot and reading it */
 #define TOKEN_CACHE_BITS 14  /* 16,384 recent tokens kept (~1.2 MB): a page has ~600 distinct ones */
+#define SCRATCH_KEEP 262144  /* longer texts cut in scratch freed after the call (~70 bytes a character) */
 
 typedef struct {
     Py_UCS4 *text;   /* the text's code points */
@@ -564,6 +565,14 @@ static Py_ssize_t cut_ends(Table *t, PyObject *text, Scratch *s)
     return c.count;
 }
 
+/* The scratch a call cuts in: the table's own, unless a call is under way (a finalizer run by an allocation
+ * cut again) or the text is long enough that keeping its scratch would hold tens of MB after the call. */
+static Scratch *pick_scratch(Table *t, PyObject *text, Scratch *own)
+{
+    int long_text = PyUnicode_READY(text) == 0 && PyUnicode_GET_LENGTH(text) > SCRATCH_KEEP;  /* else cut_ends raises */
+    return (t->busy || long_text) ? own : &t->scratch;
+}
+
 const char jieba_cut_doc[] = (
 "jieba_cut(table, text) -> list of str: rjieba's cut(text, True), tokens identical.");
 
@@ -606,7 +615,7 @@ PyObject *jieba_cut(PyObject *self, PyObject *args)
     if (!t)
         return NULL;
     Scratch own = {0};
-    Scratch *s = t->busy ? &own : &t->scratch;  /* the list's allocations may run a finalizer that cuts */
+    Scratch *s = pick_scratch(t, text, &own);  /* the list's allocations may run a finalizer that cuts */
     t->busy++;
     PyObject *list = NULL;
     Py_ssize_t count = cut_ends(t, text, s);
@@ -640,7 +649,7 @@ PyObject *jieba_ends(PyObject *self, PyObject *args)
     if (!t)
         return NULL;
     Scratch own = {0};
-    Scratch *s = t->busy ? &own : &t->scratch;
+    Scratch *s = pick_scratch(t, text, &own);
     t->busy++;
     Py_ssize_t count = cut_ends(t, text, s);
     PyObject *out = count >= 0 ? PyBytes_FromStringAndSize((const char *)s->ends, count * 4) : NULL;
@@ -658,7 +667,7 @@ Py_ssize_t jieba_cut_ends(PyObject *capsule, PyObject *text, Py_UCS4 **cps, int3
     if (!t)
         return -1;
     Scratch own = {0};
-    Scratch *s = t->busy ? &own : &t->scratch;
+    Scratch *s = pick_scratch(t, text, &own);
     t->busy++;
     Py_ssize_t count = cut_ends(t, text, s), n = PyUnicode_GET_LENGTH(text);
     if (count >= 0) {

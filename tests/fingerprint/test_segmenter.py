@@ -65,6 +65,15 @@ def test_real_texts_raw_and_normalised_give_rjiebas_tokens(path):
     assert not bad, bad
 
 
+def test_a_text_longer_than_the_kept_scratch_cuts_alike_and_the_next_short_one_too():
+    """Texts over SCRATCH_KEEP characters are cut in scratch freed after the call (not kept by the table)."""
+    long_text = "\n".join(_rows(NEWS_FILE, 400))[:300_000]
+    assert len(long_text) > 262_144
+    assert segmenter.cut(long_text) == REF.cut(long_text, True)
+    short = long_text[:3000]
+    assert segmenter.cut(short) == REF.cut(short, True)
+
+
 CHARS, WEIGHTS = alphabet()
 # hypothesis shrinks toward the first element: the alphabet's Han characters come first
 MIXED = st.text(alphabet=st.sampled_from(CHARS), max_size=60)
