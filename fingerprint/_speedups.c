@@ -1304,7 +1304,7 @@ static struct PyModuleDef module = {
 
 /* Bumped when a kernel's arguments or set of kernels change: fingerprint/speedups.py uses a build of
  * another version as no build at all (numpy: same fingerprints), never with the wrong arguments. */
-#define KERNELS_VERSION 2
+#define KERNELS_VERSION 3
 
 PyMODINIT_FUNC PyInit__speedups(void)
 {
