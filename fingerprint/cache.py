@@ -11,6 +11,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -37,12 +38,18 @@ def cached_array(name: str, parts: Iterable[bytes], build: Callable[[], np.ndarr
     except (OSError, ValueError, EOFError):
         pass
     array = build()
+    save_atomic(path, lambda f: np.save(f, array, allow_pickle=False))
+    return array
+
+
+def save_atomic(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """write(file) into a temporary file renamed to path: a reader sees the whole file or none; a read-only
+    or missing folder only costs the build next time."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
-            np.save(f, array, allow_pickle=False)
-        os.replace(tmp, path)  # atomic: a reader sees the whole file or none
+            write(f)
+        os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
-    return array

@@ -17,13 +17,12 @@ from __future__ import annotations
 import ast
 import importlib.util
 import math
-import os
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from fingerprint.cache import cache_dir, digest
+from fingerprint.cache import cache_dir, digest, save_atomic
 from fingerprint.speedups import KERNEL
 
 ROOT_SIZE = 0x30000  # _segment.c ROOT_SIZE
@@ -150,14 +149,7 @@ def load_arrays() -> dict[str, np.ndarray]:
     except (OSError, ValueError, KeyError, EOFError):
         pass
     arrays = build_arrays()
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)  # atomic: a reader sees the whole file or none
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    save_atomic(path, lambda f: np.savez(f, **arrays))
     return arrays
 
 

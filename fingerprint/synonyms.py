@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from fingerprint import speedups
-from fingerprint.cache import cache_dir, digest
+from fingerprint.cache import cache_dir, digest, save_atomic
 from fingerprint.version import THESAURUS, THESAURUS_DIGEST
 
 _switch = threading.local()
@@ -116,13 +116,7 @@ def _build_map(raw: bytes) -> dict[str, str]:
 
 def _save(text: str, path: Path) -> None:
     """Write the cache atomically; a read-only home only costs the build next time."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    save_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def canonical_tokens(tokens: Sequence[str]) -> list[str]:
@@ -187,14 +181,7 @@ def _save_kernel_table(table: tuple, path: Path) -> None:
         return
     text = {name: np.frombuffer("\n".join(v).encode("utf-8"), dtype=np.uint8)
             for name, v in (("words", words), ("canon", canon))}
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            np.savez(f, keys=keys, starts=starts, canon_hashes=canon_hashes, **text)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    save_atomic(path, lambda f: np.savez(f, keys=keys, starts=starts, canon_hashes=canon_hashes, **text))
 
 
 @lru_cache(maxsize=1)

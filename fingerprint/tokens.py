@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
-import os
 import sys
 import threading
 import unicodedata
@@ -28,7 +27,7 @@ import numpy as np
 
 from fingerprint import segmenter
 from fingerprint._tables import stopwords
-from fingerprint.cache import cache_dir, digest
+from fingerprint.cache import cache_dir, digest, save_atomic
 from fingerprint.seeds import mix64
 
 WEIGHT_SCALE = 1000
@@ -139,14 +138,7 @@ def idf_buckets() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
 def _save(path: Path, table: tuple) -> None:
     """Write the cache atomically; a read-only home only costs the build next time."""
     keys, values, starts, median, widest = table
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            np.savez(f, keys=keys, values=values, starts=starts, median=median, widest=widest)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    save_atomic(path, lambda f: np.savez(f, keys=keys, values=values, starts=starts, median=median, widest=widest))
 
 
 def build_idf_buckets() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
