@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
+
+
+STALE_DAYS = 30  # a table's file of another digest older than this goes when a new one is written
 
 
 def cache_dir() -> Path:
@@ -53,3 +57,18 @@ def save_atomic(path: Path, write: Callable[[BinaryIO], None]) -> None:
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
+        return
+    prune(path)
+
+
+def prune(path: Path, max_age_days: float = STALE_DAYS) -> None:
+    """Remove the same table's files of other digests not written for max_age_days: each upgrade leaves one
+    (the segmenter's is 9.4 MB); another version still in use only rebuilds its own."""
+    name, _, _ = path.name.rpartition("-")
+    cutoff = time.time() - max_age_days * 86400
+    for other in path.parent.glob(f"{name}-*{path.suffix}"):
+        try:
+            if other != path and other.name.rpartition("-")[0] == name and other.stat().st_mtime < cutoff:
+                other.unlink()
+        except OSError:
+            pass
