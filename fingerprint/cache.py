@@ -56,7 +56,10 @@ def save_atomic(path: Path, write: Callable[[BinaryIO], None]) -> None:
             write(f)
         os.replace(tmp, path)
     except OSError:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:   # e.g. the folder is below a file: unlink too says ENOTDIR, not "missing"
+            pass
         return
     prune(path)
 
