@@ -7,7 +7,8 @@ their text when it opens, then rebuilds its index (storage/fpversion.py).
 from __future__ import annotations
 
 NORMALIZER = "norm1"          # fingerprint/normalize.py rules + data/t2s_chars.tsv (OpenCC t2s, char level)
-TOKENIZER = "rjieba0.2"       # rjieba 0.2.x with jieba's dictionary; data/stopwords_zh.txt
+# rjieba 0.2.x's cut, or segmenter.py's (its tokens exactly, from jieba 0.42.1's dict and HMM); data/stopwords_zh.txt
+TOKENIZER = "rjieba0.2"
 SIMHASH = "sh64-polymix32-tfidf1000"  # tokens.hash_text_tokens, jieba 0.42.1 IDF x 1000, rounded
 EXACT = "b2b128-compact"      # BLAKE2b-128 of the normalised text without spaces and punctuation
 DNA = "dna48o50l4a2"          # fingerprint/dna.py DEFAULT_PARAMS + data/initials.tsv + initial_reference.tsv
