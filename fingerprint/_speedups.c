@@ -732,6 +732,38 @@ static int syn_table(PyObject *const *objs, int bucket_bits, PyObject *words, Py
     return 0;
 }
 
+/* The synonym and IDF tables both canonical SimHash kernels read, from their arguments after the cut's. */
+typedef struct {
+    Py_buffer syn_views[3], idf_views[3];
+    SynTable syn;
+    IdfTable idf;
+    int tfidf;
+} SimTables;
+
+static int sim_tables(PyObject *args, Py_ssize_t skip, SimTables *t)
+{
+    PyObject *tail = PyTuple_GetSlice(args, skip, PY_SSIZE_T_MAX), *words, *canon, *syn_objs[3], *idf_objs[3];
+    int syn_bits, idf_bits;
+    double median;
+    int ok = tail && PyArg_ParseTuple(tail, "OOiO!O!OOOOidp:canonical_simhash", &syn_objs[0], &syn_objs[1],
+                                      &syn_bits, &PyList_Type, &words, &PyList_Type, &canon, &syn_objs[2],
+                                      &idf_objs[0], &idf_objs[1], &idf_objs[2], &idf_bits, &median, &t->tfidf);
+    Py_XDECREF(tail);  /* the lists stay alive in args */
+    if (!ok || syn_table(syn_objs, syn_bits, words, canon, t->syn_views, &t->syn) < 0)
+        return -1;
+    if (idf_table(idf_objs, idf_bits, median, t->idf_views, &t->idf) < 0) {
+        release_buffers(t->syn_views, 3);
+        return -1;
+    }
+    return 0;
+}
+
+static void sim_tables_release(SimTables *t)
+{
+    release_buffers(t->syn_views, 3);
+    release_buffers(t->idf_views, 3);
+}
+
 PyDoc_STRVAR(canonical_simhash_doc,
 "canonical_simhash(tokens, keys, starts, bucket_bits, words, canon, canon_hashes, idf_keys, idf_values,\n"
 "                  idf_starts, idf_bucket_bits, median, tfidf) -> (int, str)\n\n"
@@ -740,36 +772,28 @@ PyDoc_STRVAR(canonical_simhash_doc,
 
 static PyObject *canonical_simhash(PyObject *self, PyObject *args)
 {
-    PyObject *tokens, *words, *canon, *syn_objs[3], *idf_objs[3];
-    int syn_bits, idf_bits, tfidf;
-    double median;
-    if (!PyArg_ParseTuple(args, "O!OOiO!O!OOOOidp", &PyList_Type, &tokens, &syn_objs[0], &syn_objs[1], &syn_bits,
-                          &PyList_Type, &words, &PyList_Type, &canon, &syn_objs[2], &idf_objs[0], &idf_objs[1],
-                          &idf_objs[2], &idf_bits, &median, &tfidf))
-        return NULL;
-    Py_buffer syn_views[3], idf_views[3];
-    SynTable syn;
-    IdfTable idf;
-    if (syn_table(syn_objs, syn_bits, words, canon, syn_views, &syn) < 0)
-        return NULL;
-    if (idf_table(idf_objs, idf_bits, median, idf_views, &idf) < 0) {
-        release_buffers(syn_views, 3);
+    PyObject *tokens = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+    if (!tokens || !PyList_Check(tokens)) {
+        PyErr_SetString(PyExc_TypeError, "canonical_simhash: tokens must be a list");
         return NULL;
     }
+    SimTables tables;
+    if (sim_tables(args, 1, &tables) < 0)
+        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(tokens);
     uint64_t *hashes = calloc((size_t)n + 1, sizeof(uint64_t));  /* calloc: gcc cannot see canonical_words fill it */
     PyObject **out = malloc(sizeof(PyObject *) * (size_t)n + 1), *result = NULL;
     uint64_t fp = 0;
     if (!hashes || !out) {
         PyErr_NoMemory();
-    } else if (canonical_words(tokens, &syn, out, hashes) == 0 && simhash_hashes(hashes, n, &idf, tfidf, &fp) == 0) {
+    } else if (canonical_words(tokens, &tables.syn, out, hashes) == 0
+               && simhash_hashes(hashes, n, &tables.idf, tables.tfidf, &fp) == 0) {
         PyObject *text = joined(out, n);
         result = text ? Py_BuildValue("KN", (unsigned long long)fp, text) : NULL;
     }
     free(hashes);
     free(out);
-    release_buffers(syn_views, 3);
-    release_buffers(idf_views, 3);
+    sim_tables_release(&tables);
     return result;
 }
 
@@ -859,22 +883,15 @@ PyDoc_STRVAR(canonical_simhash_text_doc,
 
 static PyObject *canonical_simhash_text(PyObject *self, PyObject *args)
 {
-    PyObject *seg, *text, *words, *canon, *syn_objs[3], *idf_objs[3];
-    int syn_bits, idf_bits, tfidf;
-    double median;
-    if (!PyArg_ParseTuple(args, "OUOOiO!O!OOOOidp", &seg, &text, &syn_objs[0], &syn_objs[1], &syn_bits,
-                          &PyList_Type, &words, &PyList_Type, &canon, &syn_objs[2], &idf_objs[0], &idf_objs[1],
-                          &idf_objs[2], &idf_bits, &median, &tfidf))
-        return NULL;
-    Py_buffer syn_views[3], idf_views[3];
-    SynTable syn;
-    IdfTable idf;
-    if (syn_table(syn_objs, syn_bits, words, canon, syn_views, &syn) < 0)
-        return NULL;
-    if (idf_table(idf_objs, idf_bits, median, idf_views, &idf) < 0) {
-        release_buffers(syn_views, 3);
+    PyObject *seg = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 0) : NULL;
+    PyObject *text = seg ? PyTuple_GET_ITEM(args, 1) : NULL;
+    if (!text || !PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "canonical_simhash_text: (segmenter_table, str, ...) expected");
         return NULL;
     }
+    SimTables tables;
+    if (sim_tables(args, 2, &tables) < 0)
+        return NULL;
     Py_UCS4 *cps = NULL;
     int32_t *ends = NULL;
     Py_ssize_t n = jieba_cut_ends(seg, text, &cps, &ends);
@@ -884,8 +901,8 @@ static PyObject *canonical_simhash_text(PyObject *self, PyObject *args)
     if (n >= 0 && (!hashes || !out)) {
         PyErr_NoMemory();
     } else if (n >= 0) {
-        canonical_ranges(cps, ends, n, &syn, out, hashes);
-        if (simhash_hashes(hashes, n, &idf, tfidf, &fp) == 0) {
+        canonical_ranges(cps, ends, n, &tables.syn, out, hashes);
+        if (simhash_hashes(hashes, n, &tables.idf, tables.tfidf, &fp) == 0) {
             PyObject *joined_text = joined_ranges(cps, ends, n, out);
             result = joined_text ? Py_BuildValue("KN", (unsigned long long)fp, joined_text) : NULL;
         }
@@ -894,8 +911,7 @@ static PyObject *canonical_simhash_text(PyObject *self, PyObject *args)
     free(ends);
     free(hashes);
     free(out);
-    release_buffers(syn_views, 3);
-    release_buffers(idf_views, 3);
+    sim_tables_release(&tables);
     return result;
 }
 

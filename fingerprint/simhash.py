@@ -66,9 +66,8 @@ def canonical_simhash(cut: list[str], weighting: str = "tfidf", numpy_only: bool
 def canonical_simhash_of(norm: str, tokenizer: Tokenizer, weighting: str = "tfidf") -> tuple[int, str]:
     """canonical_simhash(tokenizer.cut(norm)): when the tokenizer cuts with the compiled segmenter, straight
     from the cut's token ends, without ~1,650 token objects a page (tests compare both ways)."""
-    kernel = speedups.KERNEL
-    if (not tokenizer.compiled or "\x00" in norm or kernel is None
-            or not hasattr(kernel, "canonical_simhash_text")):
+    kernel = speedups.KERNEL   # None when the kernels are switched off (tests compare both ways)
+    if kernel is None or not tokenizer.compiled or "\x00" in norm:
         return canonical_simhash(tokenizer.cut(norm), weighting, numpy_only="\x00" in norm)
     check_weighting(weighting)
     keys, values, starts, median, _ = idf_buckets()
