@@ -2,9 +2,11 @@
 after their originals or none, the newest story listed first."""
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 
-from benchmarks.bench_crawl import build_sites, make_articles
+from benchmarks.bench_crawl import build_sites, compile_trees, make_articles
 
 POOL = [f"第{i}句话讲的是一件不同的事情。" for i in range(200)]
 
@@ -38,3 +40,17 @@ def test_by_default_one_undated_site_with_every_nth_page_a_copy():
     pages = make_articles(60, POOL, copy_every=3)
     assert {a.site for a in pages} == {0} and all(a.published is None for a in pages)
     assert [a.copy_of is not None for a in pages[:6]] == [False, False, True, False, False, True]
+
+
+def test_the_product_is_byte_compiled_once_and_the_crawls_may_read_it(tmp_path, monkeypatch):
+    """The crawls read .pyc files, as a user's runs do: none of them pays the compile of every module again."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    module = tmp_path / "extract" / "rules.py"
+    module.parent.mkdir()
+    module.write_text("RULE = 1\n", encoding="utf-8")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "draft.py").write_text("x = 1\n", encoding="utf-8")
+    compile_trees([str(tmp_path)])
+    assert "PYTHONDONTWRITEBYTECODE" not in os.environ
+    assert os.path.exists(importlib.util.cache_from_source(str(module)))
+    assert not os.path.exists(importlib.util.cache_from_source(str(tmp_path / "notes" / "draft.py")))
