@@ -43,7 +43,6 @@ import uuid
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from benchmarks.crawl_clock import HitClock
 from benchmarks.plain_spider import PLAIN_SETTINGS

@@ -6,8 +6,8 @@
  * at each character is the one of largest sum of ln(freq) - ln(total) (a character no word starts with
  * counts freq 1), a tie going to the longer word (as jieba-rs compares (probability, end) pairs); runs
  * of one-character steps that are not a dictionary word go to the HMM (Viterbi over B/E/M/S for
- * U+4E00..U+9FD5; elsewhere alphanumeric runs joined by . _ - are kept whole, the rest as gaps). The tables (a trie of the dictionary, the HMM) come from Python
- * (fingerprint/segmenter.py) as buffers.
+ * U+4E00..U+9FD5; elsewhere alphanumeric runs joined by . _ - are kept whole, the rest as gaps). The
+ * tables (a trie of the dictionary, the HMM) come from Python (fingerprint/segmenter.py) as buffers.
  *
  * The cut runs in two phases: token ends into a scratch array (no Python calls), then str objects, taken
  * from a cache of recent tokens when they are there. Time goes to cache misses in the dictionary (~600,000
