@@ -251,6 +251,7 @@ def _command(name: str, port: int, data_dir: Path, conf: Path | None = None,
                 "--hash-max-ziplist-entries", "1024"]
     run_path = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__')"   # no sys.path entry
     user = ["--user", MONGO_USER, "--credentials", str(provision)] if provision else []
+    # --standalone: no replica set advertised, so no oplog written (no change stream or transaction is used)
     return [sys.executable, "-c", run_path, str(DAEMON), *user, "--host", "127.0.0.1", "--port", str(port),
             "--storage-path", str(data_dir), "--cache-size", "256M", "--log-level", "WARNING", "--auth",
             "--standalone"]
