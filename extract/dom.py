@@ -198,6 +198,13 @@ def load(body: bytes, headers: dict | None = None) -> Page:
     return Page(tree, encoding, parser)
 
 
+def top_level(root: Any) -> list[Any]:
+    """The document's top-level nodes in order, as XPath's // sees them: libxml2 puts what follows a stray
+    </html> beside the root element, not inside it."""
+    top = root.getroottree().getroot()
+    return [*reversed(list(top.itersiblings(preceding=True))), top, *top.itersiblings()]
+
+
 def own_text(el: Any) -> str:
     """Text that belongs directly to an element (its text and its children's tails)."""
     return (el.text or "") + "".join(child.tail or "" for child in el)

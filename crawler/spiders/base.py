@@ -20,7 +20,7 @@ from extract.sniff import binary_kind
 
 from crawler.items import PageItem, exchange_of, header_dict, utc_now
 from crawler.outcomes import page_outcome
-from crawler.urls import canonical_claim, canonical_url, host_key, page_canonical_url, page_id, strip_tracking
+from crawler.urls import canonical_pair, canonical_url, host_key, page_id, strip_tracking
 from pipelines import stats
 
 SCRAPY_ARGUMENTS = {"name", "_job"}  # spider arguments Scrapy and scrapyd pass themselves
@@ -161,10 +161,10 @@ class PageSpider(scrapy.Spider):
                   canonical: str | None = None, status: int | None = None, **extra: Any) -> PageItem:
         """A PageItem for a fetched page, or for a synthetic joined document (body/headers/url given)."""
         if response is not None:
-            url, canonical, status = response.url, page_canonical_url(response), response.status
+            (canonical, claim), url, status = canonical_pair(response), response.url, response.status
             body = response.body if body is None else body
             headers = header_dict(response.headers) if headers is None else headers
-            extra.setdefault("canonical_claim", canonical_claim(response))
+            extra.setdefault("canonical_claim", claim)
             extra.setdefault("exchange", exchange_of(response))
         item = PageItem(url=url, canonical_url=canonical, page_id=page_id(canonical), site=site,
                         spider=self.name, kind=self.kind, body=body, headers=headers or {},

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 
-from crawler.urls import canonical_claim, page_canonical_url, page_id, same_site, site_of
+from crawler.urls import canonical_claim, canonical_href, canonical_pair, page_canonical_url, page_id, same_site, site_of
 
 
 def page(url: str, canonical: str) -> HtmlResponse:
@@ -38,3 +40,28 @@ def test_same_site_canonical_is_used():
     r = page("http://m.example.com/a4.html?utm_source=x", "http://www.example.com/news/a4.html")
     assert page_canonical_url(r) == "http://www.example.com/news/a4.html"
     assert canonical_claim(r) is None
+
+
+LINK_PIECES = ['<link rel="canonical" href="http://a.cn/1">', '<LINK REL="CANONICAL" HREF="http://a.cn/2">',
+               '<link rel="Canonical" href="">', '<link rel="canonical">', '<link rel=" canonical" href="http://a.cn/3">',
+               '<link rel="alternate" href="http://a.cn/4">', '<link href="http://a.cn/5">', '<link rel="canonicaL" href="/6">',
+               "</html>", "<html>", "<head>", "</head>", "<body>", "<p>正文</p>", "<!-- <link rel=canonical href=x> -->",
+               '<svg><link rel="canonical" href="http://a.cn/7"/></svg>', "<title>t</title>"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(LINK_PIECES), min_size=1, max_size=10))
+def test_canonical_href_is_the_xpaths_first_value(pieces):
+    """Case folded as XPath's translate() folds it, an empty href kept, a link after a stray </html> found."""
+    r = HtmlResponse("http://a.cn/x", body="".join(pieces).encode(), encoding="utf-8")
+    xpath = r.xpath('//link[translate(@rel, "CANOICL", "canoicl")="canonical"]/@href').get()
+    assert canonical_href(r.selector.root) == xpath
+
+
+def test_one_read_gives_both_the_canonical_and_the_claim():
+    for url, declared in (("http://127.0.0.1:8002/copy.html", "http://127.0.0.1:8001/news/a4.html"),
+                          ("http://m.example.com/a4.html", "http://www.example.com/news/a4.html")):
+        r = page(url, declared)
+        assert canonical_pair(r) == (page_canonical_url(r), canonical_claim(r))
+    plain = HtmlResponse("http://a.cn/x?utm_source=y", body=b"<html><body>x</body></html>", encoding="utf-8")
+    assert canonical_pair(plain) == ("http://a.cn/x", None)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
@@ -152,3 +154,36 @@ def test_spider_reads_mis_declared_utf8_with_extractions_decoder():
                         request=Request("http://culture.people.com.cn/n1/2019/0906/c1.html"))
     assert "纸上得来终觉浅" in root_of(page).text_content()
     assert pagekind.page_shape(root_of(page)).is_article()
+
+
+def xpath_heading(root) -> str:
+    """heading_text as it was written with XPath: the reference its faster form must equal."""
+    return f"{' '.join(root.xpath('//title//text()'))} {' '.join(root.xpath('(//h1)[1]//text()'))}".strip()
+
+
+HEADING_PIECES = ["<title>T1</title>", "<TITLE>大写</TITLE>", "<h1>H<!--c-->x</h1>", "<H1>Big<b>b</b></H1>", "</html>",
+                  "</body>", "<html>", "<body>", "<head>", "</head>", "<svg><title>S</title></svg>", "<p>段落文字</p>",
+                  "<h1></h1>", "<html xmlns='http://www.w3.org/1999/xhtml'>", "<script>var t='<h1>no</h1>';</script>",
+                  "<template><h1>tpl</h1></template>", "<noscript><h1>ns</h1></noscript>", "&amp;<&>", "<h1>未闭合",
+                  "<title>二<title>三</title>", "<div>", "</div>", "正文", "<?pi x?>", "<!-- note -->"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(HEADING_PIECES), min_size=1, max_size=12))
+def test_heading_text_is_xpaths_title_and_first_h1(pieces):
+    """Also where libxml2 puts an <h1> or <title> after a stray </html> beside the root element, not in it."""
+    from crawler.spiders.base import root_of
+    from extract.dom import load
+
+    body = "".join(pieces).encode()
+    for root in (root_of(response("http://x.cn/a/1.html", "".join(pieces))), load(body).tree):
+        if root is not None:
+            assert pagekind.heading_text(root) == xpath_heading(root)
+
+
+def test_heading_text_on_real_pages():
+    pages = sorted((HTML_DIR / "gne").glob("*.html"))[:40]
+    assert pages
+    for path in pages:
+        root = HtmlResponse("https://news.example.cn/", body=path.read_bytes()).selector.root
+        assert pagekind.heading_text(root) == xpath_heading(root), path.name
