@@ -10,17 +10,17 @@ import scrapy
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.response import get_base_url
 from lxml import etree
 from twisted.python.failure import Failure
 
-from extract import pagekind
 from extract.dom import load
 from extract.encoding import choose_encoding
 from extract.sniff import binary_kind
 
 from crawler.items import PageItem, exchange_of, header_dict, utc_now
 from crawler.outcomes import page_outcome
-from crawler.urls import canonical_pair, canonical_url, host_key, page_id, strip_tracking
+from crawler.urls import LINKS, canonical_pair, canonical_url, host_key, page_id
 from pipelines import stats
 
 SCRAPY_ARGUMENTS = {"name", "_job"}  # spider arguments Scrapy and scrapyd pass themselves
@@ -181,16 +181,20 @@ class PageSpider(scrapy.Spider):
         seen: set[str] = set()
         hrefs: set[str] = set()   # a page links many places more than once: each href is parsed once
         out = []
+        base = origin = None
         for a in response.selector.root.xpath("//a[@href]"):
             href = (a.get("href") or "").strip()
             if not href or href in hrefs or href.startswith(("javascript:", "mailto:", "tel:", "#")):
                 continue
             hrefs.add(href)
-            joined = response.urljoin(href)
-            if hosts is not None and host_key(joined) not in hosts:   # the host stays what strip_tracking keeps
+            if base is None:
+                base = get_base_url(response)
+                origin = urlsplit(base)[:2]
+            entry = LINKS.joined(base, href, origin)   # what response.urljoin(href) gives, and its host
+            if hosts is not None and entry[1] not in hosts:   # the host stays what strip_tracking keeps
                 continue
-            url = strip_tracking(joined)
-            if not url.startswith(("http://", "https://")) or pagekind.skippable_link(url):
+            url = LINKS.crawlable(entry)
+            if url is None:
                 continue
             if url not in seen:
                 seen.add(url)
