@@ -139,13 +139,16 @@ class LinkMemo:
     def __init__(self, size: int = 8192) -> None:
         self.size = size
         self.entries: dict[tuple[str, str, str], list] = {}
+        self.last: tuple[str, tuple[str, str]] = ("", ("", ""))   # a base URL, its scheme and host: split once
 
-    def joined(self, base: str, href: str, origin: tuple[str, str] | None = None) -> list:
-        """[urljoin(base, href), its host_key, its crawlable URL (None: not http(s), or a file) or UNRESOLVED];
-        origin: urlsplit(base)[:2], when the caller has it."""
+    def joined(self, base: str, href: str) -> list:
+        """[urljoin(base, href), its host_key, its crawlable URL (None: not http(s), or a file) or UNRESOLVED]."""
         if not href.startswith(("/", "http://", "https://")):
             return self._resolve(base, href)
-        key = (*(origin or urlsplit(base)[:2]), href)
+        last = self.last   # one tuple, read and replaced whole: no thread sees one base with another's host
+        if last[0] != base:
+            last = self.last = (base, urlsplit(base)[:2])
+        key = (*last[1], href)
         entry = self.entries.get(key)
         if entry is None:
             if len(self.entries) >= self.size:

@@ -181,16 +181,14 @@ class PageSpider(scrapy.Spider):
         seen: set[str] = set()
         hrefs: set[str] = set()   # a page links many places more than once: each href is parsed once
         out = []
-        base = origin = None
+        base = None
         for a in response.selector.root.xpath("//a[@href]"):
             href = (a.get("href") or "").strip()
             if not href or href in hrefs or href.startswith(("javascript:", "mailto:", "tel:", "#")):
                 continue
             hrefs.add(href)
-            if base is None:
-                base = get_base_url(response)
-                origin = urlsplit(base)[:2]
-            entry = LINKS.joined(base, href, origin)   # what response.urljoin(href) gives, and its host
+            base = get_base_url(response) if base is None else base
+            entry = LINKS.joined(base, href)   # what response.urljoin(href) gives, and its host
             if hosts is not None and entry[1] not in hosts:   # the host stays what strip_tracking keeps
                 continue
             url = LINKS.crawlable(entry)
