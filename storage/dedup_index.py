@@ -41,13 +41,18 @@ class EntriesNotTakenBack(StorageUnavailable, LookupUnavailable):
 class RedisDedupIndex:
     """DedupIndex over a Store (storage.store): Redis for the keys, MongoDB for the texts.
 
-    `pending` holds pages whose save is still in the spool (spool replay), by id.
+    `pending` holds pages whose save is still in the spool (spool replay), by id. A spool replay also passes
+    what it decided so far (`replayed`: page id -> True if it stands); a decision it cannot make yet is then
+    `postponed` (the replay tries it again once the rest of its spool is decided) instead of spooled.
     """
 
-    def __init__(self, store: Any, pending: dict[str, dict] | None = None) -> None:
+    def __init__(self, store: Any, pending: dict[str, dict] | None = None,
+                 replayed: dict[str, bool] | None = None) -> None:
         self.store = store
         self.k = store.index.k
         self.pending = pending if pending is not None else {}
+        self.replayed = replayed
+        self.postponed: dict[str, str] = {}   # page id -> why its decision waits (spool replay only)
         self._recent: OrderedDict[str, tuple[str | None, dt.date | None]] = OrderedDict()
         self._pages: OrderedDict[str, dict] = OrderedDict()
         self._deciding: set[str] = set()   # pages kept by this process whose decision is still running
@@ -137,17 +142,28 @@ class RedisDedupIndex:
         return publish_date((self._page_or_none(page_id) or {}).get("published"))
 
     def settled(self, page_id: str) -> bool:
-        """Wait for a kept page's own decision to end: True once MongoDB holds it, False when it was taken back
-        as a copy or displaced; LookupUnavailable when neither happens in time (the caller is deferred)."""
-        if page_id in self.pending or page_id in self._pages:   # read from MongoDB already (published_of)
+        """Wait for a kept page's own decision to end: True once MongoDB holds it decided, False when it was taken
+        back as a copy or displaced; LookupUnavailable when neither happens in time (the caller is deferred).
+
+        A page kept undecided (its decision waits in a spool) has not settled: an undated one may still turn
+        out a copy of a page dated after the caller, and a copy recorded against it now would follow it there
+        past the earliest-published rule (invariant seed 4003)."""
+        if self.replayed is not None and page_id in self.replayed:   # this replay decided it
+            return self.replayed[page_id]
+        if page_id in self.pending:   # its save waits in this very spool
+            return self._decided(self.pending[page_id], page_id)
+        if page_id in self._pages and not self._pages[page_id].get("undecided"):   # read already (published_of)
             return True
+        if page_id in self.store.undecided:   # this process spooled its decision
+            raise LookupUnavailable(f"page {page_id} is kept undecided: its own decision waits in the spool")
         if page_id in self._recent and page_id not in self._deciding:   # kept by this process, its decision over
             return True
         store = self.store
         for delay in SETTLE_POLL:
             try:
-                if store._retry("mongo", store.pages.find_one, {"_id": to_oid(page_id)}, {"_id": 1}) is not None:
-                    return True
+                page = store._retry("mongo", store.pages.find_one, {"_id": to_oid(page_id)}, {"undecided": 1})
+                if page is not None:
+                    return self._decided(page, page_id)
                 if store._retry("redis", store.redis.get, text_key(store, page_id)) == WITHDRAWN or \
                         store._retry("mongo", store.demotions.find_one, {"_id": page_id}, {"_id": 1}) is not None:
                     return False
@@ -155,6 +171,13 @@ class RedisDedupIndex:
                 raise LookupUnavailable(f"is page {page_id} decided: {e.detail}") from e
             time.sleep(delay)
         raise LookupUnavailable(f"page {page_id} was neither saved nor taken back in {sum(SETTLE_POLL):.0f} s")
+
+    @staticmethod
+    def _decided(page: dict, page_id: str) -> bool:
+        """True for a held page whose decision is over; LookupUnavailable while it waits in a spool."""
+        if page.get("undecided"):
+            raise LookupUnavailable(f"page {page_id} is kept undecided: its own decision waits in a spool")
+        return True
 
     def done(self, doc: DedupDoc) -> None:
         """The page's decision is over: kept, it stands for `settled` without waiting for its save."""
@@ -239,7 +262,11 @@ class RedisDedupIndex:
             raise LookupUnavailable(f"joining {doc.page_id} and {other}: {e.detail}") from e
 
     def defer(self, doc: DedupDoc, why: str) -> None:
-        """Queue the page's whole decision for the spool replay (a failed lookup is never a miss)."""
+        """Queue the page's whole decision for the spool replay (a failed lookup is never a miss); in a replay,
+        for the replay's next round."""
+        if self.replayed is not None:
+            self.postponed[doc.page_id] = why
+            return
         self.store._spool("recheck", page_id=doc.page_id, k=self.k, why=why)
 
     def _remember(self, doc: DedupDoc) -> None:

@@ -26,6 +26,7 @@ from .schema import now, to_oid, to_unsigned64
 
 log = logging.getLogger("storage.maintenance")   # the replay's lines keep the name operators grep for
 DECISION_OPS = ("index", "recheck")   # spooled dedup decisions (check-and-insert, a failed lookup)
+POSTPONED = object()   # a decision that waits for one made later in the same spool
 
 
 class _Replay:
@@ -33,11 +34,12 @@ class _Replay:
 
     def __init__(self, store: Any, pending: dict[str, dict]) -> None:
         self.pending = pending
-        self.index = RedisDedupIndex(store, pending)
+        self.replayed: dict[str, bool] = {}   # page id -> True if it stands, for every page decided here
+        self.index = RedisDedupIndex(store, pending, self.replayed)
         self.default = store.config.dedup_params or NearDupParams(k=self.index.k)
         self._engines: dict[NearDupParams, DedupEngine] = {}
         self.demoted: dict[str, Verdict] = {}
-        self.decided: set[str] = set()
+        self.later: list[dict] = []   # entries whose decision waits for a page this spool decides later
         self.trace = bool(store.config.trace_decisions)
 
     def engine(self, recorded: dict | None) -> DedupEngine:
@@ -80,13 +82,8 @@ def replay_spool(store: Any) -> dict[str, int]:
     store.replaying = True
     try:
         for entry in entries:
-            try:
-                if _replay_one(store, entry["op"], entry["args"], replay, stats) is not False:
-                    stats["replayed"] += 1
-            except (StorageUnavailable, PyMongoError, redis.RedisError) as e:
-                stats["failed"] += 1
-                log.warning("replay of %s failed (%s); kept in the spool", entry["op"], e)
-                store._spool(entry["op"], **entry["args"])
+            _replay_entry(store, entry, replay, stats)
+        _replay_postponed(store, replay, stats)
     finally:
         store.replaying = False
     for c in claimed:
@@ -95,6 +92,39 @@ def replay_spool(store: Any) -> dict[str, int]:
         log.warning("spool replay: %d replayed, %d copies found and moved to duplicates, %d kept for later",
                     stats["replayed"], stats["demoted"], stats["failed"])
     return stats
+
+def _replay_entry(store: Any, entry: dict, replay: _Replay, stats: dict) -> None:
+    """One spooled write or decision; one that fails again goes back to the spool, one that must wait for a
+    decision later in this spool to `replay.later`."""
+    try:
+        done = _replay_one(store, entry["op"], entry["args"], replay, stats)
+    except (StorageUnavailable, PyMongoError, redis.RedisError) as e:
+        stats["failed"] += 1
+        log.warning("replay of %s failed (%s); kept in the spool", entry["op"], e)
+        store._spool(entry["op"], **entry["args"])
+        return
+    if done is POSTPONED:
+        replay.later.append(entry)
+    elif done is not False:
+        stats["replayed"] += 1
+
+
+def _replay_postponed(store: Any, replay: _Replay, stats: dict) -> None:
+    """Decisions that waited for a page whose own decision came later in the spool (a dated copy of an undated
+    page kept undecided: seed 4003), made again while each round makes one more; the rest waits in the spool."""
+    while replay.later:
+        todo, replay.later = replay.later, []
+        for entry in todo:
+            _replay_entry(store, entry, replay, stats)
+        if len(replay.later) == len(todo):
+            break
+    for entry in replay.later:
+        pid = entry["args"]["page_id"]
+        why = replay.index.postponed.get(pid, "postponed")
+        stats["failed"] += 1
+        log.warning("spooled check of page %s: %s; kept in the spool", pid, why)
+        store._spool(entry["op"], **{**entry["args"], "why": why})
+
 
 def adopt_undecided(store: Any) -> list[dict]:
     """Checks to replay for pages kept undecided longer than adopt_undecided_seconds: their spool is not
@@ -116,7 +146,7 @@ def adopt_undecided(store: Any) -> list[dict]:
                     "a spool lost): decided now", len(taken), limit)
     return taken
 
-def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> bool | None:
+def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> object:
     if op in DECISION_OPS:
         return _replay_decision(store, a, replay, stats)
     if op == "save_page":
@@ -126,9 +156,10 @@ def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> b
             _demote(store, doc, verdict, replay.index)
             stats["demoted"] += 1
         else:
-            if str(doc["_id"]) in replay.decided:   # its decision came first in the spool: kept, decided
+            if str(doc["_id"]) in replay.replayed:   # its decision came first in the spool: kept, decided
                 doc = decided(doc)
             store._settle_saved([{**doc, "_id": store._retry("mongo", store._save_page, doc)}])
+        replay.pending.pop(str(doc["_id"]), None)   # MongoDB has it now (a decision made later reads it there)
     elif op == "settle_pages":
         ids = [to_oid(i) for i in a["ids"]]
         store.settle_pages(store._retry("mongo", list, store.pages.find({"_id": {"$in": ids}})))
@@ -148,13 +179,14 @@ def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> b
         raise ValueError(f"unknown spool operation {op!r}")
     return None
 
-def _replay_decision(store: Any, a: dict, replay: _Replay, stats: dict, inherited: bool = False) -> bool | None:
-    """Decide again, from scratch, a page kept without a full dedup decision; demote it if it is a copy."""
+def _replay_decision(store: Any, a: dict, replay: _Replay, stats: dict, inherited: bool = False) -> object:
+    """Decide again, from scratch, a page kept without a full dedup decision; demote it if it is a copy.
+    False when Redis went away again, POSTPONED when it waits for a decision later in the spool."""
     pid = a["page_id"]
-    if pid in replay.decided:
+    if pid in replay.replayed:
         return None
     page = replay.pending.get(pid) or store._retry("mongo", store.pages.find_one, {"_id": to_oid(pid)})
-    if page is None and (heir := _heir(store, pid)) is not None and heir not in replay.decided:
+    if page is None and (heir := _heir(store, pid)) is not None and heir not in replay.replayed:
         return _replay_decision(store, {**a, "page_id": heir}, replay, stats, inherited=True)
     doc = dedup_doc(page) if page is not None else None
     if doc is None:   # never saved (its crawler died first) or fingerprinting was off: nothing to decide
@@ -164,11 +196,14 @@ def _replay_decision(store: Any, a: dict, replay: _Replay, stats: dict, inherite
         log.info("spooled check of page %s: decided meanwhile by another crawler; left as it is", pid)
         return None
     replay.index.forget(doc)   # its own entries out: it is compared with everything else, in spool order
+    replay.index.postponed.pop(pid, None)
     verdict = replay.engine(a.get("params")).decide(doc)
-    if verdict.spooled:        # Redis away again: check_and_insert or the index re-spooled it
+    if pid in replay.index.postponed:   # a lookup it needs waits (RedisDedupIndex.settled): tried again later
+        return POSTPONED
+    if verdict.spooled:        # Redis away again: check_and_insert re-spooled it
         stats["failed"] += 1
         return False
-    replay.decided.add(pid)
+    replay.replayed[pid] = not verdict.is_duplicate
     if verdict.is_duplicate:
         replay.demoted[pid] = verdict
         if pid not in replay.pending:

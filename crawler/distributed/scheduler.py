@@ -1,12 +1,10 @@
 """`DistributedScheduler`: scrapy-redis's Scheduler with leases, a shared idle close and outage handling."""
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import time
 import uuid
-from collections import OrderedDict
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -20,6 +18,7 @@ from crawler import settings as defaults   # every setting's default, declared o
 from crawler.outcomes import recorder_of
 from pipelines.errors import CrawlCannotStart
 
+from .memory import WorkerMemory
 from .outage import UNREACHABLE, RedisOutageMixin, until_redis_answers
 from .queue import BEAT, FAIL_LEASE, IDLE, LEASE, MOVE_ALL, RECLAIM, ClaimingPriorityQueue
 
@@ -67,7 +66,6 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
         sched.leases: dict[str, bytes] = {}      # token -> lease member, for requests this worker popped
         sched.finishing: dict[str, bytes] = {}   # done, waiting for their outcomes to be written
         sched.unacked: list[bytes] = []          # finished leases not yet removed (Redis was away)
-        sched.popped: OrderedDict[bytes, None] = OrderedDict()   # digests of entries popped in this run
         sched.last_alive = 0.0
         sched.alive_marked = False   # our alive mark was written once: finding it gone = Redis lost its data
         sched.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -76,8 +74,7 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
         sched.last_claim = 0.0
         sched.loop = None
         sched.round_trips = 0
-        sched.seen_cache: OrderedDict[str, None] = OrderedDict()
-        sched.seen_cache_size = s.getint("DISTRIBUTED_SEEN_CACHE", defaults.DISTRIBUTED_SEEN_CACHE)
+        sched.memory = WorkerMemory(s.getint("DISTRIBUTED_SEEN_CACHE", defaults.DISTRIBUTED_SEEN_CACHE))
         sched.backlog: list[Request] = []   # requests that could not reach Redis yet: pushed on the next tick
         sched.outage_since: float | None = None   # Redis failing since (monotonic); None: it answers
         sched.outage_error = ""
@@ -190,6 +187,8 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
         added = self.server.zadd(self.alive, {self.worker: float(self.server.time()[0]) + self.ttl})
         if added and self.alive_marked:   # only close() removes our mark: Redis restarted empty (or was flushed)
             self._data_lost()
+        else:
+            self.memory.confirmed(self.leases)
         self.alive_marked = True
         self.last_alive = time.monotonic()
         self.reclaim(drop_own=False)
@@ -202,13 +201,13 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
         wrong now. Links queued and not yet fetched are gone; they are found again only by fetching again the
         pages that link to them, so a URL this worker popped before may be fetched again in this run (its
         outcome is recorded once: crawler.outcomes), and known fingerprints are pushed again."""
-        popped, known = len(self.popped), len(self.seen_cache)
-        self.popped.clear()
-        self.seen_cache.clear()
+        popped, known, again = self.memory.forget()
         self._inc("distributed/redis_data_lost")
+        queued = sum(bool(self.enqueue_request(r)) for r in again)
         self.spider.logger.warning("distributed: the shared queue's Redis lost its data (queue, seen URLs, leases); "
-                                   "this worker forgets the %d request(s) it took and the %d URL(s) it knew as "
-                                   "seen: pages found again are fetched again", popped, known)
+                                   "this worker forgets the %d request(s) it took and the %d URL(s) it knew as seen, "
+                                   "and queues again its start requests and the pages it fetched since the loss may "
+                                   "have begun (%d of %d reached the queue)", popped, known, queued, len(again))
 
     def reclaim(self, drop_own: bool) -> int:
         """Queue again the leases of dead workers (and forget our own when idle); others' leases left.
@@ -289,8 +288,8 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
         when this process already knows the fingerprint is in the shared set: the set only grows).
         While Redis is unreachable requests wait in a local backlog: nothing is lost."""
         fp = None if request.dont_filter else self.df.request_fingerprint(request)
-        if fp is not None and fp in self.seen_cache:
-            self.seen_cache.move_to_end(fp)
+        self.memory.started(request)
+        if fp is not None and self.memory.knows_seen(fp):
             return self._settled(request, self._filtered(request))
         if self.backlog:
             self.backlog.append(request)
@@ -323,10 +322,8 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
         """One push-if-unseen round trip; remember the fingerprint as seen."""
         self.round_trips += 1
         pushed = self.queue.push_unseen(request, fp, self.df.key)
-        if fp is not None and self.seen_cache_size > 0:
-            self.seen_cache[fp] = None
-            if len(self.seen_cache) > self.seen_cache_size:
-                self.seen_cache.popitem(last=False)
+        if fp is not None:
+            self.memory.saw(fp)
         return pushed
 
     def flush_backlog(self) -> None:
@@ -380,6 +377,7 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
                 token = uuid.uuid4().hex[:12]
                 self.leases[token] = self.worker.encode() + b"\n" + raw
                 request.meta[LEASE] = token
+                self.memory.leased(token, request)
             return request
         return None
 
@@ -388,13 +386,11 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
         while our mark had expired): it is ours, in progress or done; the second pop's lease is dropped
         unless we still hold it."""
         member = self.worker.encode() + b"\n" + raw
-        digest = hashlib.blake2b(raw, digest_size=12).digest()
-        ours = self._holds(member) or (not request.dont_filter and digest in self.popped)
+        ours = self._holds(member) or (not request.dont_filter and self.memory.took_before(raw)
+                                       and self._nothing_lost())
         if not ours:
-            if not request.dont_filter and self.seen_cache_size > 0:
-                self.popped[digest] = None
-                if len(self.popped) > self.seen_cache_size:
-                    self.popped.popitem(last=False)
+            if not request.dont_filter:
+                self.memory.took(raw)
             return False
         self._inc("distributed/own_request_popped_again")
         self.spider.logger.info("distributed: %s came back to the queue while this worker had it (its mark had "
@@ -402,6 +398,18 @@ class DistributedScheduler(RedisOutageMixin, Scheduler):
         if not self._holds(member):
             self._release_member(member)
         return True
+
+    def _nothing_lost(self) -> bool:
+        """Is our memory of what we popped still true? Our alive mark is looked at now (one round trip, only
+        for a request that comes back): Redis that lost its data would have a page we fetched queued again
+        by its links, and skipping it loses the links it had queued (invariant seed 4003)."""
+        before = self.memory.losses
+        try:
+            self.keep_alive(force=True)
+        except RedisError as exc:   # cannot tell: fetched again (its outcome is recorded once)
+            self._redis_failed("heartbeat", exc)
+            return False
+        return self.memory.losses == before
 
     def has_pending_requests(self) -> bool:
         """Anything in the shared queue or the local backlog (asked only when this process is otherwise

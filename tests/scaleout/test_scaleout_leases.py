@@ -152,6 +152,39 @@ def test_after_redis_lost_its_data_a_page_found_again_is_fetched_again(redis_var
         b.close("finished")
 
 
+def test_a_loss_no_outage_showed_queues_again_the_start_and_the_pages_fetched_since(redis_var):
+    """Seed 4003 (cluster, redis_wipe): the node holding the queue came back empty and worker A saw no outage.
+    A popped a list page another worker had queued again, skipped it as one of its own (popped before the
+    loss) and never found the links it had queued: seven URLs without an outcome. A now looks at its alive
+    mark before it skips a page of its own; on a loss it queues again its start requests and the pages it
+    fetched since its mark was last in place, and forgets what it knew as seen."""
+    var, url = redis_var
+    a, b = _scheduler(url), _scheduler(url)
+    start, listing, link = "http://127.0.0.1:1/", "http://127.0.0.1:1/list/0.html", "http://127.0.0.1:1/news/1.html"
+    try:
+        assert a.enqueue_request(scrapy.Request(start, meta={"is_start_request": True})) is True
+        got = a.next_request()
+        assert got.url == start and a.enqueue_request(scrapy.Request(listing)) is True
+        a.request_done(got)
+        a.keep_alive(force=True)                        # mark in place: the start page's links are safe
+        got = a.next_request()
+        assert got.url == listing and a.enqueue_request(scrapy.Request(link)) is True
+        a.request_done(got)
+        redis.Redis.from_url(url).flushall()            # the loss: queue, seen set, leases, marks
+        assert b.enqueue_request(scrapy.Request(listing)) is True   # found again from another page
+        again = a.next_request()
+        assert again is not None and again.url == listing
+        assert a.stats.get_value("distributed/redis_data_lost") == 1
+        queued = []
+        while (r := a.next_request()) is not None:
+            queued.append(r.url)
+        assert sorted(queued) == [start, listing], queued   # the start again; the page fetched since the mark
+        assert a.enqueue_request(scrapy.Request(link)) is True   # no longer "seen" by A's memory
+    finally:
+        a.close("finished")
+        b.close("finished")
+
+
 def test_a_url_fetched_twice_in_one_run_keeps_one_outcome(redis_var):
     """A distributed worker that fetches a URL again in its run (Redis lost the seen set, the page that links
     to it was fetched again) records its outcome once: the first stands, the second fetch is counted."""

@@ -14,7 +14,7 @@ import itertools
 
 import pytest
 
-from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams
+from fingerprint.neardup import DedupDoc, DedupEngine, LookupUnavailable, NearDupParams
 from fingerprint.synonyms import synonyms_enabled
 from storage.dedup_index import RedisDedupIndex
 
@@ -618,6 +618,42 @@ def test_a_dated_copy_of_an_undated_page_still_deciding_is_decided_again_when_th
     store.record_duplicates([_copy(undated, passage.page_id)])
     pages, copies = _state(store)
     assert pages == [early.page_id] and copies == {"p": early.page_id, "n": early.page_id}, (pages, copies)
+
+
+def test_a_dated_copy_of_an_undated_page_kept_undecided_waits_for_its_decision_in_the_replay(store):
+    """Seed 4003 (cluster, redis_wipe, three crawlers): U (undated) and A (day 12, the same text) were kept with
+    their decisions spooled; B (day 14), a passage copy, stood. The replay decided A first: U was undated, so A
+    was dropped as U's copy; then U was found a copy of B, and A's record followed U to B, which stood for a
+    story whose earliest page is A. A now waits until U's decision, later in the spool, is made."""
+    text, copied = _passage_story()
+    late, undated, early = _doc("b" * 32, copied, 14), _doc("u" * 32, text, None), _doc("a" * 32, text, 12)
+    assert _engine(store).decide(late).kind == "new"
+    store.save_pages([_page(late)])
+    assert RedisDedupIndex(store).check_and_insert(undated).kind == "new"   # then its passage claim failed
+    store.save_pages([{**_page(undated), "undecided": True}, {**_page(early), "undecided": True}])
+    with pytest.raises(LookupUnavailable):                   # a crawl's check waits for U's decision too
+        RedisDedupIndex(store).settled(undated.page_id)
+    _spooled_by_another_crawler(store, *(("recheck", {"page_id": d.page_id, "k": store.config.simhash_k,
+                                                      "why": "passage claim: Redis away"}) for d in (early, undated)))
+    assert store.replay_spool()["failed"] == 0
+    pages, copies = _state(store)
+    assert pages == [early.page_id] and copies == {late.page_id: early.page_id, undated.page_id: early.page_id}, \
+        (pages, copies)
+
+
+def test_a_decision_that_waits_for_a_page_no_replay_here_decides_stays_in_the_spool(store):
+    """U's decision is in a spool this replay does not hold (a crawler still running): A's waits with it, in
+    the spool, said in the log; A stays kept undecided, out of every index repair, until a replay decides it."""
+    undated, early = _doc("u" * 32, STORY, None), _doc("a" * 32, STORY, 12)
+    assert RedisDedupIndex(store).check_and_insert(undated).kind == "new"
+    store.save_pages([{**_page(undated), "undecided": True}, {**_page(early), "undecided": True}])
+    _spooled_by_another_crawler(store, ("recheck", {"page_id": early.page_id, "k": store.config.simhash_k,
+                                                    "why": "Redis away"}))
+    stats = store.replay_spool()
+    assert (stats["failed"], stats["replayed"]) == (1, 0), stats
+    store.spool.rotate()
+    assert [e["args"]["page_id"] for p in store.spool.pending() for e in store.spool.entries(p)] == [early.page_id]
+    assert store.get_page(early.page_id)["undecided"] is True
 
 
 def test_a_copy_published_earlier_waits_for_the_date_of_an_original_whose_save_is_on_its_way(store):
