@@ -183,6 +183,19 @@ def server_pids(var_dir: str) -> dict[str, int]:
     return {n: i.pid for n in ("mongo", "redis") if (i := srv.info(var_dir, n)).running and i.pid}
 
 
+def mongo_ops(var_dir: str) -> dict[str, int]:
+    """The embedded MongoDB's operation counters (serverStatus opcounters); empty without one of ours."""
+    import pymongo
+
+    from storage import servers as srv
+
+    info = srv.info(var_dir, "mongo")
+    if not (info.running and info.uri):
+        return {}
+    with pymongo.MongoClient(info.uri, serverSelectionTimeoutMS=5000) as client:
+        return dict(client.admin.command("serverStatus").get("opcounters") or {})
+
+
 def run_plain(start_url: str, tmp: Path, clock: HitClock) -> dict:
     """One crawl of the baseline spider in a subprocess; its report plus pages/s, CPU ms/page and its phases."""
     report = tmp / f"plain-{uuid.uuid4().hex[:6]}.json"
@@ -228,6 +241,7 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: Hi
         env["ZHDEDUP_VAR"] = var_dir
     pids = {} if cold else server_pids(var_dir)
     servers_before = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
+    ops_before = mongo_ops(var_dir) if "mongo" in pids else {}
     before, site_before = resource.getrusage(resource.RUSAGE_CHILDREN), own_cpu_seconds()
     clock.reset()
     started = time.monotonic()
@@ -242,6 +256,7 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: Hi
             srv.stop(var_dir)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     servers_after = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
+    ops_after = mongo_ops(var_dir) if ops_before else {}
     if proc.returncode != 0 or not report.exists():
         raise SystemExit(f"{label} crawl failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text(encoding="utf-8"))
@@ -254,6 +269,8 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: Hi
     data["server_ms_per_page"] = {n: 1000 * (servers_after[n] - servers_before[n]) / max(1, data["responses"])
                                   for n in pids}
     data["site_ms_per_page"] = 1000 * (site_after - site_before) / max(1, data["responses"])
+    data["mongo_ops_per_page"] = {k: (ops_after[k] - v) / max(1, data["responses"]) for k, v in ops_before.items()
+                                  if ops_after.get(k, v) != v}
     if not cold:
         drop_database(db)
     return data
@@ -307,13 +324,14 @@ def line(r: int, label: str, data: dict) -> str:
     """One round's result, readably."""
     c = data["counts"]
     servers = ", ".join(f"{n} {ms:4.1f}" for n, ms in data["server_ms_per_page"].items())
+    ops = " ".join(f"{k} {n:.2f}" for k, n in data.get("mongo_ops_per_page", {}).items())
     return (f"round {r + 1} {label:<16} {data['responses']:>5} responses in {data['elapsed_seconds']:6.1f} s "
             f"= {data['pages_per_s']:6.1f} pages/s, wall {data['wall_seconds']:5.1f} s (fixed "
             f"{data['fixed_seconds']:4.1f} s: to first request {data['to_first_request']:4.2f} s, after last response "
             f"{data['after_last_response']:4.2f} s), CPU ms/page: crawler {data['cpu_ms_per_page']:5.1f} "
             f"(+ workers, incl. start-up; workers {data.get('workers_ms_per_page', 0):4.1f})"
             f"{'; servers ' + servers if servers else ''}; site {data['site_ms_per_page']:4.1f}; "
-            f"stored {c.get('stored', 0)}, exact dups "
+            f"{'MongoDB ops/page ' + ops + '; ' if ops else ''}stored {c.get('stored', 0)}, exact dups "
             f"{c.get('dropped/exact', 0)}, near dups {c.get('dropped/near', 0) + c.get('dropped/passages', 0)}, "
             f"deferred {c.get('deferred', 0)}")
 

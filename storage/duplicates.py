@@ -21,14 +21,15 @@ MAX_HOPS = 32  # a chain of earlier-published copies each displacing the last (d
 class DuplicateStore(Connection):
     """Record a copy of a kept page; list the clusters of an original and its copies."""
 
-    def record_duplicate(self, doc: dict) -> bool:
+    def record_duplicate(self, doc: dict, moving_out: str | None = None) -> bool:
         """Remember that doc["url"] copies doc["original_id"] (method exact|near|passages, distance); upsert by url.
-        True when the copy was not recorded before (a re-crawl finds it again)."""
+        True when the copy was not recorded before (a re-crawl finds it again). `moving_out`: the id of the
+        displaced page this record stands for, held until it is deleted (never joined with its own record)."""
         d = _duplicate_doc(doc)
         try:
             res = self._retry("mongo", self.duplicates.update_one, {"url": d["url"]}, {"$set": d}, upsert=True)
             self.settle_copies([d["original_id"]])
-            self.join_stored_copies([d])
+            self.join_stored_copies([d], moving_out)
         except StorageUnavailable:
             self._spool("record_duplicate", doc=d)
             return True
@@ -72,14 +73,19 @@ class DuplicateStore(Connection):
                 self.duplicates.update_one({"url": d["url"]}, {"$set": d}, upsert=True)
             return {u["index"] for u in exc.details.get("upserted", [])}
 
-    def join_stored_copies(self, copies: list[dict]) -> int:
+    def join_stored_copies(self, copies: list[dict], moving_out: str | None = None) -> int:
         """Copies just recorded whose URL another crawler stored meanwhile, with the same text: one story
         kept twice, joined (PageStore._join); how many. The saver looks for copy records after its write
-        too (settle_pages): whichever comes second joins."""
+        too (settle_pages): whichever comes second joins. The page `moving_out` is not another crawler's: it
+        is the displaced page whose record this is (its join led back to the page that displaced it, in
+        five round trips that changed nothing)."""
         by_url = {d["url"]: d for d in copies if d.get("content_hash")}
         if not by_url:
             return 0
-        held = self._retry("mongo", list, self.pages.find({"url": {"$in": list(by_url)}}, {"url": 1, "content_hash": 1}))
+        query: dict[str, Any] = {"url": {"$in": list(by_url)}}
+        if moving_out is not None:
+            query["_id"] = {"$ne": to_oid(moving_out)}
+        held = self._retry("mongo", list, self.pages.find(query, {"url": 1, "content_hash": 1}))
         return sum(self._join_if_same(page, by_url[page["url"]]) for page in held)
 
     def _join_if_same(self, page: dict, copy: dict) -> bool:

@@ -386,7 +386,8 @@ class PageStore(DuplicateStore):
                                "coverage": marker.get("coverage"), "site": old.get("site"), "title": old.get("title"),
                                "fetched": old.get("fetched"), "content_hash": old.get("content_hash"),
                                "simhash": old.get("simhash"), "index_alias": False, "replaced_by_earlier": True,
-                               **({"text": (old.get("text") or "")[:200_000]} if marker["method"] == "rewrite" else {})})
+                               **({"text": (old.get("text") or "")[:200_000]} if marker["method"] == "rewrite" else {})},
+                              moving_out=str(old["_id"]))
         self._retry("mongo", self.db.matches.update_many, {"suspect_page_id": str(old["_id"])},
                     {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
         self._keep_text(old)

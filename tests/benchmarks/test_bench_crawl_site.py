@@ -1,10 +1,12 @@
 """The crawl benchmark's sites look like users' sites when asked: reprints on other sites, dates before and
-after their originals or none, the newest story listed first."""
+after their originals or none, the newest story listed first; and what it counts is read from the servers."""
 from __future__ import annotations
 
 import importlib.util
 import os
 import re
+
+import pytest
 
 from benchmarks.bench_crawl import build_sites, compile_trees, make_articles
 
@@ -54,3 +56,23 @@ def test_the_product_is_byte_compiled_once_and_the_crawls_may_read_it(tmp_path, 
     assert "PYTHONDONTWRITEBYTECODE" not in os.environ
     assert os.path.exists(importlib.util.cache_from_source(str(module)))
     assert not os.path.exists(importlib.util.cache_from_source(str(tmp_path / "notes" / "draft.py")))
+
+
+def test_mongodb_operations_are_counted_from_the_embedded_server(servers, tmp_path):
+    """The crawl benchmark's MongoDB operations per page come from the server's own counters: a find and an
+    insert show as one query and one insert; a var/ without a server of ours counts nothing."""
+    import pymongo
+
+    from benchmarks.bench_crawl import mongo_ops
+
+    if not servers.embedded:
+        pytest.skip("MONGO_URI points at a server that is not ours")
+    before = mongo_ops(str(servers.var_dir))
+    with pymongo.MongoClient(servers.mongo_uri) as client:
+        coll = client[f"t_ops_{tmp_path.name[-8:]}"].pages
+        coll.insert_one({"_id": "p1"})
+        assert coll.find_one({"_id": "p1"}) is not None
+        client.drop_database(coll.database.name)
+    after = mongo_ops(str(servers.var_dir))
+    assert after["insert"] - before["insert"] >= 1 and after["query"] - before["query"] >= 1, (before, after)
+    assert mongo_ops(str(tmp_path / "var")) == {}
