@@ -77,7 +77,7 @@ class DuplicateStore(Connection):
         """Copies just recorded whose URL another crawler stored meanwhile, with the same text: one story
         kept twice, joined (PageStore._join); how many. The saver looks for copy records after its write
         too (settle_pages): whichever comes second joins. The page `moving_out` is not another crawler's: it
-        is the displaced page whose record this is (its join led back to the page that displaced it, in
+        is the displaced page whose record this is (its join led back to the page that displaced it: four to
         five round trips that changed nothing)."""
         by_url = {d["url"]: d for d in copies if d.get("content_hash")}
         if not by_url:
