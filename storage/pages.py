@@ -333,9 +333,7 @@ class PageStore(DuplicateStore):
                              {"by_keys": 1})
         if marker is None:
             return self._keys_in_flight(str(page_id))
-        k = marker["by_keys"]
-        return {"content_hash": k["content_hash"], "simhash": to_unsigned64(int(k["simhash"])),
-                "sketch": [to_unsigned64(int(v)) for v in k.get("sketch") or ()]}
+        return _marker_keys(marker["by_keys"])
 
     def _keys_in_flight(self, page_id: str) -> dict | None:
         """The dedup keys of a page this process kept lately whose save has not landed (else None)."""
@@ -377,8 +375,10 @@ class PageStore(DuplicateStore):
         index entries to that page (idempotent: the displacer and the saver may both get here). The caller
         re-points the page's copies next (`settle_copies`), once for every page it moved."""
         target, url = self.resolve_original(marker["by"])
+        walked = target   # where the chain led, for _hand_over: no second walk of it (a cycle broken: walked again)
         if target == str(old["_id"]):   # the displacements lead back here: each page was taken for a copy of the other
             target, url = self._break_cycle(str(old["_id"]), marker["by"])
+            walked = None
             if target == str(old["_id"]):
                 return   # this page stands
         self.record_duplicate({"url": old["url"], "original_id": target, "original_url": url or marker.get("by_url"),
@@ -393,8 +393,8 @@ class PageStore(DuplicateStore):
         self._keep_text(old)
         # its entries go before the page does: a crawler killed in between leaves the page held (the next open
         # moves it again, settle_displacements), never a passage claim of a page no one can read any more
-        self._hand_over(old, marker)
-        if self._answers_for(old, target):   # what MongoDB says the index counts (maintenance.py `_index_size`)
+        self._hand_over(old, marker, walked)
+        if self._answers_for(old, target, marker):   # what MongoDB says the index counts (maintenance.py `_index_size`)
             self._retry("mongo", self.duplicates.update_one, {"url": old["url"], "replaced_by_earlier": True},
                         {"$set": {"index_alias": True}})
         self._retry("mongo", self.pages.delete_one, {"_id": to_oid(old["_id"])})
@@ -407,25 +407,28 @@ class PageStore(DuplicateStore):
             self._retry("redis", self.redis.set, text_key(self, str(old["_id"])),
                         zlib.compress(old["text"].encode("utf-8"), TEXT_LEVEL), ex=DISPLACED_TEXT_TTL)
 
-    def _answers_for(self, old: dict, standing: str) -> bool:
+    def _answers_for(self, old: dict, standing: str, marker: dict) -> bool:
         """True when the displaced page's own SimHash entry now answers for `standing` and is an entry of its
-        own (not the one `standing` shares with it); read from the index, so a second call agrees."""
+        own (not the one `standing` shares with it); read from the index, so a second call agrees. When the
+        displacer stands, its keys are the marker's: those `_hand_over` indexed it with (two finds fewer)."""
         if not (isinstance(old.get("content_hash"), str) and isinstance(old.get("simhash"), int)):
             return False
         fp = to_unsigned64(old["simhash"])
         if self._retry("redis", self.index.check, "", old["content_hash"], fp, 0, False).original_id != standing:
             return False
-        keys = self._keys_of(standing)
+        own = marker.get("by_keys") if standing == marker["by"] else None
+        keys = _marker_keys(own) if own else self._keys_of(standing)
         return keys is None or keys["simhash"] != fp
 
-    def _hand_over(self, old: dict, marker: dict) -> None:
+    def _hand_over(self, old: dict, marker: dict, standing: str | None = None) -> None:
         """The page that displaced another is indexed, and the displaced page's exact and SimHash entries
         answer for it, with no moment in between without either (a copy checked then would be kept); its
         text still stands for the story, so a later copy of it is that page's copy. If the displacing page
         was itself displaced since (its displacer indexed the page that stands now), or this is a forward,
-        the old entries answer for the page that stands. Its passage claim goes: the new one says it."""
+        the old entries answer for the page that stands. Its passage claim goes: the new one says it.
+        `standing`: where the caller's walk of the displacer's chain just led (else walked here)."""
         by, keys = marker["by"], marker.get("by_keys")
-        standing = self.resolve_original(by)[0]
+        standing = self.resolve_original(by)[0] if standing is None else standing
         if not keys or standing != by:
             if isinstance(old.get("content_hash"), str) and isinstance(old.get("simhash"), int):
                 self._retry("redis", self.index.repoint, str(old["_id"]), old["content_hash"],
@@ -470,6 +473,12 @@ def _over_held(doc: dict, held: dict) -> tuple[dict, dict, bool]:
     if held.get("content_hash") == doc.get("content_hash"):
         doc = decided(doc)
     return doc, {"_id": doc["_id"]}, True
+
+
+def _marker_keys(k: dict) -> dict:
+    """A displacement marker's by_keys (signed, as stored) as the dedup keys the index takes."""
+    return {"content_hash": k["content_hash"], "simhash": to_unsigned64(int(k["simhash"])),
+            "sketch": [to_unsigned64(int(v)) for v in k.get("sketch") or ()]}
 
 
 def decided(doc: dict) -> dict:
