@@ -14,7 +14,7 @@ from fingerprint.neardup import publish_date
 
 from .dedup_index import TEXT_LEVEL, date_key, text_key
 from .documents import check_keys, check_text, fit_bson, out
-from .duplicates import MAX_HOPS, DuplicateStore
+from .duplicates import DuplicateStore
 from .errors import BadDocument, StorageUnavailable
 from .identity import lost_key
 from .schema import INT64_MAX, any_id_form, new_id, now, to_date, to_oid, to_signed64, to_unsigned64
