@@ -100,14 +100,11 @@ class DuplicateStore(Connection):
         (followed to the end of the chain); with that page's URL when a displacement named it."""
         return self._chain_end(page_id)[:2]
 
-    def _chain_end(self, page_id: str, first: dict | None = None) -> tuple[str, str | None, str | None]:
-        """resolve_original's answer, and where the last marker leads when the chain closed into a cycle.
-        `first`: page_id's own marker when the caller has just read it (the walk starts from it)."""
+    def _chain_end(self, page_id: str) -> tuple[str, str | None, str | None]:
+        """resolve_original's answer, and where the last marker leads when the chain closed into a cycle."""
         url, seen = None, {str(page_id)}
         for _ in range(MAX_HOPS):
-            marker = first if first is not None else \
-                self._retry("mongo", self.demotions.find_one, {"_id": str(page_id)}, {"by": 1, "by_url": 1})
-            first = None
+            marker = self._retry("mongo", self.demotions.find_one, {"_id": str(page_id)}, {"by": 1, "by_url": 1})
             if marker is None or marker["by"] in seen:
                 if marker is not None:
                     log.error("displacements of page %s form a cycle; it stands for itself", page_id)
@@ -126,11 +123,10 @@ class DuplicateStore(Connection):
         for _ in range(MAX_HOPS):
             if not todo:
                 return moved
-            markers = self._retry("mongo", list, self.demotions.find({"_id": {"$in": sorted(todo)}},
-                                                                     {"_id": 1, "by": 1, "by_url": 1}))
+            markers = self._retry("mongo", list, self.demotions.find({"_id": {"$in": sorted(todo)}}, {"_id": 1}))
             todo = set()
             for m in markers:
-                target, url = self._settled_original(m["_id"], m)
+                target, url = self._settled_original(m["_id"])
                 if not url:
                     url = (self._retry("mongo", self.pages.find_one, {"_id": to_oid(target)}, {"url": 1}) or {}).get("url")
                 if url:   # the copy that took the place is no copy of itself: its old record goes
@@ -141,11 +137,11 @@ class DuplicateStore(Connection):
                 todo.add(target)   # displaced in turn meanwhile? then again
         return moved
 
-    def _settled_original(self, page_id: str, marker: dict) -> tuple[str, str | None]:
-        """resolve_original from page_id's marker just read, with a cycle of displacements broken first
-        (`_break_cycle`: the page MongoDB still holds stands): the end of a cycle is no page that stands, and
-        taking it for one deleted the copy record of a page already moved out (invariant seed 1024)."""
-        target, url, cycle = self._chain_end(page_id, marker)
+    def _settled_original(self, page_id: str) -> tuple[str, str | None]:
+        """resolve_original, with a cycle of displacements broken first (`_break_cycle`: the page
+        MongoDB still holds stands): the end of a cycle is no page that stands, and taking it for one deleted
+        the copy record of a page already moved out (invariant seed 1024)."""
+        target, url, cycle = self._chain_end(page_id)
         return (target, url) if cycle is None else self._break_cycle(target, cycle)
 
     def _break_cycle(self, page_id: str, by: str) -> tuple[str, str | None]:

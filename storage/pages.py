@@ -309,10 +309,17 @@ class PageStore(DuplicateStore):
         return (a, b) if a < b else (b, a)
 
     def _drop_own_record(self, page_id: str) -> None:
-        """The page that stands is no copy, whatever an earlier decision recorded of its URL."""
+        """The page that stands is no copy: a record of its URL whose original now leads back to it goes. One
+        that leads elsewhere stays: an earlier-published copy displaced the page meanwhile (its record was
+        written before the page leaves `pages`; invariant seed 4410). The delete names the original it read,
+        so a record re-pointed or rewritten meanwhile is left alone."""
         page = self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id)}, {"url": 1})
-        if page is not None:
-            self._retry("mongo", self.duplicates.delete_one, {"url": page["url"]})
+        if page is None:
+            return
+        record = self._retry("mongo", self.duplicates.find_one, {"url": page["url"]}, {"original_id": 1})
+        if record is not None and self.resolve_original(str(record["original_id"]))[0] == str(page_id):
+            self._retry("mongo", self.duplicates.delete_one, {"_id": record["_id"],
+                                                               "original_id": record["original_id"]})
 
     def _published(self, page_id: str) -> Any:
         """A kept page's publish date: from MongoDB, or from its dedup claim while its save is on its way."""

@@ -187,6 +187,44 @@ def test_a_page_fetched_by_two_crawlers_is_never_its_own_copy(store):
     assert not again.is_duplicate, again
 
 
+def _keys(doc: DedupDoc) -> dict:
+    """What replace_original takes of the page that displaces another."""
+    return {"id": doc.page_id, "url": doc.url, "content_hash": doc.content_hash, "simhash": doc.simhash,
+            "sketch": list(doc.sketch)}
+
+
+def test_a_join_never_drops_the_record_of_a_displacement_made_meanwhile(store):
+    """Crawler 1 joins W (day 17) and D (day 16), both stored: D stands, W is displaced. Before crawler 1 drops
+    any copy record of D's URL ("the page that stands is no copy"), crawler 2's E (day 14) displaces D and
+    records "D copies E". That record must stay: D is E's copy (invariant seed 4410: it was deleted, so D's URL
+    ended with no outcome in the store and the story had one copy too few)."""
+    d, w, e = _doc("d" * 32, STORY, 16), _doc("a" * 32, STORY, 17), _doc("e" * 32, STORY, 14)
+    store.save_pages([_page(d), _page(w)])
+    assert store.replace_original(w.page_id, _keys(d), "near") is None        # crawler 1: D stands, W moves
+    real = store._hand_over
+
+    def crawler_1_meanwhile(old, marker, *args):
+        if old["_id"] == d.page_id:    # E's record of D is written, D's page not yet deleted
+            store._drop_own_record(d.page_id)
+        return real(old, marker, *args)
+
+    store._hand_over = crawler_1_meanwhile
+    assert store.replace_original(d.page_id, _keys(e), "near") is None        # crawler 2: E displaces D
+    store.save_pages([_page(e)])
+    assert _state(store) == ([e.page_id], {d.page_id: e.page_id, w.page_id: e.page_id})
+
+
+def test_the_page_that_stands_loses_a_record_that_leads_back_to_it(store):
+    """A join whose two pages lead to one page D (another crawler joined them first): a record of D's URL whose
+    original leads back to D ("D copies W", W displaced by D) calls D a copy of itself, and goes."""
+    d, w = _doc("d" * 32, STORY, 16), _doc("a" * 32, STORY, 17)
+    store.save_pages([_page(d), _page(w)])
+    assert store.replace_original(w.page_id, _keys(d), "near") is None
+    store.duplicates.insert_one({"url": d.url, "original_id": w.page_id, "method": "near"})   # written late
+    store._join(w.page_id, d.page_id, "near")
+    assert _state(store) == ([d.page_id], {w.page_id: d.page_id})
+
+
 @pytest.mark.parametrize("dated, stands", [(True, "w"), (False, "z")])
 def test_displacer_of_a_passage_copy_joins_that_copys_original(store, dated, stands):
     """Crawler 2 finds X a copy of Z and forwards it; crawler 1 had meanwhile let W (an exact copy of X,
