@@ -435,9 +435,12 @@ class DedupEngine:
         """Nutch's rule: the original is the earliest published copy (else the first crawled). The original
         found may have been displaced meanwhile, or be displaced by another crawler at this very moment:
         compare with the page that stands for it, and with the winner of a displacement lost."""
-        if doc.published is None or verdict.original is None or verdict.original == doc.page_id:
+        if verdict.original is None or verdict.original == doc.page_id:
             return verdict
-        verdict = replace(verdict, original=self.index.resolve(verdict.original))
+        standing = self.index.resolve(verdict.original)
+        if doc.published is None:   # no date to compare; but the page may have displaced its original meanwhile
+            return Verdict("unchanged", doc.page_id) if standing == doc.page_id else verdict
+        verdict = replace(verdict, original=standing)
         for _ in range(MAX_RACES):
             if verdict.original == doc.page_id:   # this very page took the place (another crawler fetched it too)
                 return Verdict("unchanged", doc.page_id)

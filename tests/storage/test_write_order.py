@@ -225,6 +225,27 @@ def test_the_page_that_stands_loses_a_record_that_leads_back_to_it(store):
     assert _state(store) == ([d.page_id], {w.page_id: d.page_id})
 
 
+def test_an_undated_page_that_displaced_its_original_meanwhile_is_no_copy_of_it(store):
+    """Crawler 1 checks U (undated) and finds N (dated), kept earlier. Before it goes on, crawler 2, which stored
+    U too, joins the two: the undated page stands, N is displaced by U. Crawler 1 must keep U, not call it a
+    copy of N (invariant seed 4410: U left `pages` as N's copy, the markers N -> U and U -> N formed a cycle
+    whose break chose N, which was gone too: the story ended with no page)."""
+    n, u = _doc("n" * 32, STORY, 16), _doc("u" * 32, STORY, None)
+    assert _engine(store).decide(n).kind == "new"
+    store.save_pages([_page(n), _page(u)])
+
+    class Interleaved(RedisDedupIndex):
+        def check_and_insert(self, doc):
+            hit = super().check_and_insert(doc)
+            assert hit.original == n.page_id, hit
+            store._join(u.page_id, n.page_id, "exact")    # crawler 2, between check and resolve
+            return hit
+
+    verdict = DedupEngine(NearDupParams(k=store.config.simhash_k), Interleaved(store)).decide(u)
+    assert not verdict.is_duplicate, verdict
+    assert _state(store) == ([u.page_id], {n.page_id: u.page_id})
+
+
 @pytest.mark.parametrize("dated, stands", [(True, "w"), (False, "z")])
 def test_displacer_of_a_passage_copy_joins_that_copys_original(store, dated, stands):
     """Crawler 2 finds X a copy of Z and forwards it; crawler 1 had meanwhile let W (an exact copy of X,
