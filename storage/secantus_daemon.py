@@ -11,8 +11,7 @@ replacing a user of that name (credentials restored from a backup: a new passwor
 disk before the server accepts its first connection: a server that answers with the password has its
 user on disk, and a SIGKILL loses nothing of it.
 
-It also memoises SecantusDB's index catalog for the length of one command, and its profiling settings until
-they change (`memo_index_catalog`).
+It also memoises SecantusDB's index catalog for the length of one command (`memo_index_catalog`).
 """
 from __future__ import annotations
 
@@ -114,57 +113,13 @@ class CatalogMemo:
             self.local.rows = {}
 
 
-class ProfileMemo:
-    """SecantusDB's per-database profiling settings read once, not before every command.
-
-    SecantusDB 0.7 reads them before answering each command (a WiredTiger look-up under the storage's global
-    lock, then BSON) to decide whether to log the command to system.profile: ~9% of the server's samples in a
-    command mix like a crawl's. Only `set_profile` (the `profile` command) writes them, and only in this
-    process (a backup is restored with the server stopped). So they are kept as read until the first
-    `set_profile` starts; from then on every read goes to WiredTiger, as before (the product never sets a
-    profiling level, so that costs nothing it uses)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.settings: dict[tuple[int, str], dict] | None = {}   # None: memo off for good
-
-    def getter(self, get_profile: Callable[..., dict]) -> Callable[..., dict]:
-        """Storage.get_profile answered from the memo while no set_profile has started."""
-        def get(storage: Any, db: str) -> dict:
-            key = (id(storage), db)
-            with self.lock:
-                held = None if self.settings is None else self.settings.get(key)
-            if held is None:
-                held = get_profile(storage, db)
-                with self.lock:   # a read that raced a set_profile is not kept: the memo is off by then
-                    if self.settings is not None:
-                        self.settings[key] = held
-            return dict(held)
-        return get
-
-    def setter(self, set_profile: Callable[..., None]) -> Callable[..., None]:
-        """Storage.set_profile, turning the memo off before it writes."""
-        def set_(storage: Any, db: str, **kwargs: Any) -> None:
-            with self.lock:
-                self.settings = None
-            return set_profile(storage, db, **kwargs)
-        return set_
-
-    def install(self, storage_cls: type) -> None:
-        """Patch a Storage class's profiling-settings reader and writer."""
-        storage_cls.get_profile = self.getter(storage_cls.get_profile)
-        storage_cls.set_profile = self.setter(storage_cls.set_profile)
-
-
 def memo_index_catalog() -> CatalogMemo:
-    """Install CatalogMemo on SecantusDB's Storage and its command dispatch, and ProfileMemo on its Storage
-    (before the server starts)."""
+    """Install CatalogMemo on SecantusDB's Storage and its command dispatch (before the server starts)."""
     from secantus import commands, server
     from secantus.storage import Storage
 
     memo = CatalogMemo()
     memo.install(Storage)
-    ProfileMemo().install(Storage)
     server.dispatch = commands.dispatch = memo.command(commands.dispatch)
     return memo
 

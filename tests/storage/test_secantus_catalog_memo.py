@@ -1,7 +1,6 @@
 """SecantusDB's index catalog memoised per command (storage/secantus_daemon.py CatalogMemo): read once a
 command instead of ~36 times, never stale inside the command that changes it, never shared between callers;
-its profiling settings kept until set (ProfileMemo); and the embedded server behaves the same with both
-(unique, partial and multikey indexes, the `profile` command, through pymongo).
+and the embedded server behaves the same with it (unique, partial and multikey indexes through pymongo).
 A real SecantusDB Storage in this process (WiredTiger in a temp dir) and a real server."""
 from __future__ import annotations
 
@@ -99,29 +98,6 @@ def test_callers_never_share_the_memo_dicts(memo_storage):
     assert memo.command(command)() == {"url_1": ({"url": 1}, True)}
 
 
-def test_profiling_settings_are_read_once_until_set(tmp_path: Path):
-    reads = []
-
-    class Profiled(Storage):
-        def get_profile(self, db):
-            reads.append(db)
-            return super().get_profile(db)
-
-    DAEMON["ProfileMemo"]().install(Profiled)
-    store = Profiled(str(tmp_path / "wt"))
-    try:
-        first = store.get_profile("db")
-        first["level"] = 2                                   # a caller's change stays its own
-        assert [store.get_profile("db")["level"] for _ in range(4)] == [0] * 4
-        assert reads == ["db"]
-        store.set_profile("db", level=1, slowms=7)
-        assert store.get_profile("db") == {"level": 1, "slowms": 7, "sampleRate": 1.0}
-        store.get_profile("db")
-        assert reads == ["db"] * 3                           # once set, every read goes to WiredTiger again
-    finally:
-        store.close()
-
-
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[pymongo.MongoClient]:
     """A client of a real embedded SecantusDB (started by storage.servers, so with the memo)."""
@@ -151,13 +127,3 @@ def test_the_server_keeps_unique_partial_and_multikey_indexes_right(client):
     coll.drop_index("url_1")
     coll.insert_one({"_id": 100, "url": "u3"})              # the drop is seen by the next command
     assert coll.count_documents({"url": "u3"}) == 2
-
-
-def test_the_server_logs_commands_once_profiling_is_turned_on(client):
-    db = client.memo
-    db.pages.insert_one({"_id": 1, "url": "a"})
-    assert db.command("profile", -1)["was"] == 0
-    db.command("profile", 2)
-    db.pages.find_one({"url": "a"})
-    assert db.command("profile", -1)["was"] == 2
-    assert any(p.get("ns") == "memo.pages" for p in db.system.profile.find({}))
