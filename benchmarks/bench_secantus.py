@@ -27,7 +27,7 @@ import pymongo
 ROOT = Path(__file__).resolve().parents[1]
 DAEMON = ROOT / "storage" / "secantus_daemon.py"
 COMMANDS_PER_ITERATION = 10
-BASELINE = "a0a46e6"   # before ProfileMemo (issue 28, thirteenth pass)
+BASELINE = "a0a46e6"   # issue 28's thirteenth pass started here (its ProfileMemo measured no change and went)
 
 
 def daemon_of(commit: str, into: Path) -> Path:
@@ -67,8 +67,9 @@ def _mix(db, thread: int, iterations: int) -> None:
         db.demotions.delete_one({"_id": k + "z"})
 
 
-def server_ms_per_command(daemon: Path, per_thread: int, threads: int = 3) -> float:
-    """Server CPU milliseconds a command of the mix, on a fresh daemon started from `daemon`."""
+def server_ms_per_command(daemon: Path, per_thread: int, threads: int = 3) -> tuple[float, float]:
+    """(server CPU milliseconds a command of the mix, wall milliseconds a command per client thread), on a
+    fresh daemon started from `daemon`."""
     with tempfile.TemporaryDirectory(prefix="zhdedup-bench-secantus-") as data:
         port = _free_port()
         proc = subprocess.Popen([sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv.pop(1), "
@@ -85,18 +86,19 @@ def server_ms_per_command(daemon: Path, per_thread: int, threads: int = 3) -> fl
             db.duplicates.create_index("original_id")
             db.demotions.create_index("by")
             time.sleep(0.3)
-            before = _cpu_seconds(proc.pid)
+            before, started = _cpu_seconds(proc.pid), time.monotonic()
             workers = [threading.Thread(target=_mix, args=(db, t, per_thread)) for t in range(threads)]
             for w in workers:
                 w.start()
             for w in workers:
                 w.join()
-            used = _cpu_seconds(proc.pid) - before
+            used, wall = _cpu_seconds(proc.pid) - before, time.monotonic() - started
         finally:
             client.close()
             proc.terminate()
             proc.wait(timeout=30)
-    return 1000 * used / (threads * per_thread * COMMANDS_PER_ITERATION)
+    commands = threads * per_thread * COMMANDS_PER_ITERATION
+    return 1000 * used / commands, 1000 * wall * threads / commands
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,16 +109,23 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         daemons = {"now": DAEMON, args.baseline: daemon_of(args.baseline, Path(tmp))}
-        figures: dict[str, list[float]] = {name: [] for name in daemons}
+        figures: dict[str, list[tuple[float, float]]] = {name: [] for name in daemons}
         for r in range(args.rounds):
             for name, path in (daemons.items() if r % 2 == 0 else reversed(list(daemons.items()))):
                 figures[name].append(server_ms_per_command(path, args.per_thread))
-                print(f"round {r + 1} {name:<10} {figures[name][-1]:.3f} ms a command", flush=True)
-    print(f"\nSecantusDB CPU per command, crawl-like mix, 3 client threads, {args.rounds} interleaved rounds:")
+                cpu, wall = figures[name][-1]
+                print(f"round {r + 1} {name:<10} server CPU {cpu:.3f} ms, client wall {wall:.3f} ms a command",
+                      flush=True)
+    print(f"\nSecantusDB per command, crawl-like mix, 3 client threads, {args.rounds} interleaved rounds, medians "
+          "[ranges]:")
     for name, values in figures.items():
-        print(f"{name:<10} {statistics.median(values):.3f} ms [{min(values):.3f}-{max(values):.3f}]")
-    base, now = statistics.median(figures[args.baseline]), statistics.median(figures["now"])
-    print(f"now / {args.baseline}: {now / base:.2f}")
+        cpu, wall = [v[0] for v in values], [v[1] for v in values]
+        print(f"{name:<10} server CPU {statistics.median(cpu):.3f} ms [{min(cpu):.3f}-{max(cpu):.3f}], "
+              f"client wall {statistics.median(wall):.3f} ms [{min(wall):.3f}-{max(wall):.3f}]")
+    for i, what in enumerate(("server CPU", "client wall")):
+        base = statistics.median(v[i] for v in figures[args.baseline])
+        now = statistics.median(v[i] for v in figures["now"])
+        print(f"{what}: now / {args.baseline} {now / base:.2f}")
     return 0
 
 

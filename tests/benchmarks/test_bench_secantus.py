@@ -13,8 +13,8 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_the_server_cpu_of_a_small_mix_is_measured(tmp_path: Path):
-    ms = bench_secantus.server_ms_per_command(bench_secantus.DAEMON, per_thread=3, threads=2)
-    assert 0 < ms < 1000
+    cpu, wall = bench_secantus.server_ms_per_command(bench_secantus.DAEMON, per_thread=3, threads=2)
+    assert 0 < cpu < 1000 and 0 < wall < 1000
 
 
 def test_the_baseline_daemon_is_read_from_git(tmp_path: Path):
@@ -22,4 +22,4 @@ def test_the_baseline_daemon_is_read_from_git(tmp_path: Path):
         pytest.skip("a checkout without the baseline commit (a shallow clone)")
     path = bench_secantus.daemon_of(bench_secantus.BASELINE, tmp_path)
     text = path.read_text(encoding="utf-8")
-    assert "class CatalogMemo" in text and "class ProfileMemo" not in text
+    assert "class CatalogMemo" in text and "def main(" in text
