@@ -13,7 +13,6 @@ server process's CPU time (user + system, from /proc) over those commands. The b
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,9 @@ import time
 from pathlib import Path
 
 import pymongo
+
+from pipelines._workers import process_cpu_seconds
+from storage.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DAEMON = ROOT / "storage" / "secantus_daemon.py"
@@ -37,18 +39,6 @@ def daemon_of(commit: str, into: Path) -> Path:
     path = into / f"secantus_daemon_{commit}.py"
     path.write_text(src, encoding="utf-8")
     return path
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _mix(db, thread: int, iterations: int) -> None:
@@ -71,7 +61,7 @@ def server_ms_per_command(daemon: Path, per_thread: int, threads: int = 3) -> tu
     """(server CPU milliseconds a command of the mix, wall milliseconds a command per client thread), on a
     fresh daemon started from `daemon`."""
     with tempfile.TemporaryDirectory(prefix="zhdedup-bench-secantus-") as data:
-        port = _free_port()
+        port = free_port()
         proc = subprocess.Popen([sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv.pop(1), "
                                  "run_name='__main__')", str(daemon), "--host", "127.0.0.1", "--port", str(port),
                                  "--storage-path", data, "--cache-size", "256M", "--log-level", "WARNING",
@@ -86,13 +76,13 @@ def server_ms_per_command(daemon: Path, per_thread: int, threads: int = 3) -> tu
             db.duplicates.create_index("original_id")
             db.demotions.create_index("by")
             time.sleep(0.3)
-            before, started = _cpu_seconds(proc.pid), time.monotonic()
+            before, started = process_cpu_seconds(proc.pid), time.monotonic()
             workers = [threading.Thread(target=_mix, args=(db, t, per_thread)) for t in range(threads)]
             for w in workers:
                 w.start()
             for w in workers:
                 w.join()
-            used, wall = _cpu_seconds(proc.pid) - before, time.monotonic() - started
+            used, wall = process_cpu_seconds(proc.pid) - before, time.monotonic() - started
         finally:
             client.close()
             proc.terminate()
