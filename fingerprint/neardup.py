@@ -355,7 +355,7 @@ class DedupEngine:
             if verdict.is_duplicate:
                 self.index.forward(doc, verdict)
             elif verdict.replaced is not None or (verdict.kind == "unchanged" and found.by_passages):
-                self._settle_relatives(doc)
+                verdict = self._settle_relatives(doc, verdict)
             return verdict
         except OriginalTakenBack as e:
             if again:
@@ -385,28 +385,32 @@ class DedupEngine:
                 return verdict
         return Verdict("new")
 
-    def _settle_relatives(self, doc: DedupDoc) -> None:
+    def _settle_relatives(self, doc: DedupDoc, verdict: Verdict) -> Verdict:
         """A page that stands without having compared its passages with pages claimed before it (it displaced
         a page found by hash or SimHash; or this process took it for a passage copy, took its claim back, and
         found another crawler's decision had just made it stand) claims its sketch now and joins the relatives
         claimed before it: else a relative claimed meanwhile, that no one compares with it, stands beside it
-        (invariant seed 1592). Pages claimed after it compare with it themselves."""
+        (invariant seed 1592). Pages claimed after it compare with it themselves. A lookup that fails defers
+        the page's whole decision to the spool replay, which compares it with everything (seed 4617)."""
         p = self.params
         if not (p.passages and doc.sketch):
-            return
+            return verdict
         try:
             seq, others = self.index.claim_sketch(doc, p.min_shared)
             earlier = sorted((o for o in others if o[2] < seq), key=lambda o: (-o[1], o[2]))   # later ones compare
             for other, _, _ in earlier[: p.max_candidates]:
                 text = self.index.text_of(other) if self.index.resolve(other) != doc.page_id else None
-                verdict = self._compare(other, text, doc) if text else None
-                if verdict is not None:
+                related = self._compare(other, text, doc) if text else None
+                if related is not None:
                     decisions.log(self.trace, "page %s stands and tells the story of page %s too (%s)",
-                                  doc.page_id, other, verdict.recorded_as)
-                    self.index.join(doc, other, verdict.recorded_as)
+                                  doc.page_id, other, related.recorded_as)
+                    self.index.join(doc, other, related.recorded_as)
         except LookupUnavailable as e:
-            decisions.warning("page %s stands; its passage relatives could not be checked (%s): two pages of "
-                              "one story may stand until the next crawl finds them", doc.page_id, e)
+            decisions.warning("page %s stands for now; its passage relatives could not be checked (%s): its "
+                              "decision is spooled, to be made again", doc.page_id, e)
+            self.index.defer(doc, f"passage relatives unchecked: {e}")
+            return replace(verdict, spooled=True)
+        return verdict
 
     def _compare(self, other: str, text: str, doc: DedupDoc) -> Verdict | None:
         """doc a copy of other (its text)? Aligned passages decide; the semantic check, when on, can only take

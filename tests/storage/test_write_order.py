@@ -907,6 +907,37 @@ def test_a_page_that_displaces_by_simhash_joins_its_passage_relatives(store):
     assert copies == {p.page_id: n.page_id, o.page_id: n.page_id}
 
 
+def test_a_displacer_whose_relatives_could_not_be_checked_is_decided_again_by_the_replay(store):
+    """Invariant seed 4617: Redis died while O, which had just displaced P, claimed its sketch to find its
+    passage relatives; O stood beside N, one story, and a re-crawl of either found its own entry. O's whole
+    decision is spooled instead: it is saved undecided, and the replay finds N and makes O its copy."""
+    from storage import open_store
+
+    p, n, o = _triangle()
+
+    class RedisDiesAtTheClaim(RedisDedupIndex):
+        def claim_sketch(self, doc, min_shared):
+            if doc.page_id == o.page_id:
+                raise LookupUnavailable("passage claims: Redis went away")
+            return super().claim_sketch(doc, min_shared)
+
+    engine = _engine(store)
+    for doc in (p, n):
+        assert engine.decide(doc).kind == "new"
+        store.save_pages([_page(doc)])
+    verdict = DedupEngine(NearDupParams(k=store.config.simhash_k), RedisDiesAtTheClaim(store)).decide(o)
+    assert (verdict.kind, verdict.replaced, verdict.spooled) == ("new", p.page_id, True), verdict
+    store.save_pages([_page(o)])
+    assert store.pages.find_one({"_id": o.page_id})["undecided"] is True
+    later = open_store(store.config)   # the next crawl: its open replays the spool this crawl left
+    try:
+        pages, copies = _state(later)
+    finally:
+        later.close()
+    assert pages == [n.page_id], (pages, copies)
+    assert copies == {p.page_id: n.page_id, o.page_id: n.page_id}
+
+
 def test_a_page_found_a_copy_by_one_crawler_as_another_made_it_stand_keeps_its_entries(store):
     """Invariant seed 1592, the other half. Crawler 1 finds P by O's SimHash (its own text of O is one bit
     from P's); before it hands P over to O, crawler 2 (its text of O far from P's SimHash) indexes O and
