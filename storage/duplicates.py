@@ -113,17 +113,20 @@ class DuplicateStore(Connection):
             seen.add(page_id)
         return str(page_id), url, None
 
-    def settle_copies(self, original_ids: list[str]) -> int:
+    def settle_copies(self, original_ids: list[str], marked: bool = False) -> int:
         """Re-point copy records whose original was displaced by an earlier-published copy; returns how many.
 
         Called after every write of copy records and after every displacement: the writer of a record
         reads the displacements after its write, the displacer re-points after writing its marker, so a
-        record written in any order ends pointing to a page that is kept (or about to be)."""
+        record written in any order ends pointing to a page that is kept (or about to be). `marked`: the
+        caller has just written (or met) a marker of each page, so the first look for them is skipped (a
+        marker a cycle's break takes away meanwhile leaves its chain ending at that page, as a look would)."""
         moved, todo = 0, {str(i) for i in original_ids if i}
-        for _ in range(MAX_HOPS):
+        for hop in range(MAX_HOPS):
             if not todo:
                 return moved
-            markers = self._retry("mongo", list, self.demotions.find({"_id": {"$in": sorted(todo)}}, {"_id": 1}))
+            markers = [{"_id": i} for i in sorted(todo)] if marked and not hop else \
+                self._retry("mongo", list, self.demotions.find({"_id": {"$in": sorted(todo)}}, {"_id": 1}))
             todo = set()
             for m in markers:
                 target, url = self._settled_original(m["_id"])

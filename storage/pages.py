@@ -260,7 +260,7 @@ class PageStore(DuplicateStore):
             self._move_displaced(old, marker)
         else:
             self._hand_over({"_id": old_id, **(old_keys or {})}, marker)
-        self.settle_copies([str(old_id)])
+        self.settle_copies([str(old_id)], marked=True)
         return None
 
     def forward_copy(self, page_id: str, original_id: str, original_url: str | None, method: str) -> None:
@@ -271,7 +271,7 @@ class PageStore(DuplicateStore):
         marker = {"_id": str(page_id), "by": str(original_id), "by_url": original_url, "by_keys": None,
                   "method": method, "distance": None, "coverage": None, "at": now()}
         winner = self._retry("mongo", self._claim_demotion, marker)
-        self.settle_copies([str(page_id)])
+        self.settle_copies([str(page_id)], marked=True)
         if winner != str(original_id):   # an earlier-published copy displaced page_id meanwhile (another crawler)
             self._join(winner, str(original_id), method)
 
@@ -368,7 +368,7 @@ class PageStore(DuplicateStore):
         for marker in markers:
             self._move_displaced(by_id[marker["_id"]], marker)
         moved = {m["_id"] for m in markers}
-        self.settle_copies(sorted(moved))
+        self.settle_copies(sorted(moved), marked=True)
         kept = {d["url"]: d for i, d in by_id.items() if i not in moved and d.get("url") and d.get("content_hash")}
         if kept:   # recorded as a copy by another crawler meanwhile: one story kept twice, joined
             for copy in self._retry("mongo", list, self.duplicates.find({"url": {"$in": list(kept)}},
