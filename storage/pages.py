@@ -395,8 +395,7 @@ class PageStore(DuplicateStore):
                                "simhash": old.get("simhash"), "index_alias": False, "replaced_by_earlier": True,
                                **({"text": (old.get("text") or "")[:200_000]} if marker["method"] == "rewrite" else {})},
                               moving_out=str(old["_id"]))
-        self._retry("mongo", self.db.matches.update_many, {"suspect_page_id": str(old["_id"])},
-                    {"$set": {"suspect_text": (old.get("text") or "")[:200_000]}})
+        # its matches need no write: each was made with the page's text (`suspect_text`), and keeps it
         self._keep_text(old)
         # its entries go before the page does: a crawler killed in between leaves the page held (the next open
         # moves it again, settle_displacements), never a passage claim of a page no one can read any more
