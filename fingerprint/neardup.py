@@ -441,8 +441,6 @@ class DedupEngine:
         compare with the page that stands for it, and with the winner of a displacement lost."""
         if verdict.original is None or verdict.original == doc.page_id:
             return verdict
-        if doc.published is not None and self._later_than(doc, verdict.original):
-            return verdict
         standing = self.index.resolve(verdict.original)
         if doc.published is None:   # no date to compare; but the page may have displaced its original meanwhile
             return Verdict("unchanged", doc.page_id) if standing == doc.page_id else verdict
@@ -462,14 +460,6 @@ class DedupEngine:
                 return replace(verdict, kind="new", replaced=verdict.original, original=None)
             verdict = replace(verdict, original=winner)
         return verdict
-
-    def _later_than(self, doc: DedupDoc, found: str) -> bool:
-        """doc published on or after the page found: a copy of the story, whichever page stands for that page
-        now (any displacer of it was published earlier still), so no walk of its displacements; the copy
-        record's write re-points the record to the page that stands (`settle_copies`), as it does for a
-        displacement made after the decision."""
-        theirs = self.index.published_of(found)
-        return theirs is not None and not doc.published < theirs
 
     def forget(self, doc: DedupDoc) -> None:
         """Take a kept page out of the index (a purge; a benchmark pair done)."""

@@ -86,31 +86,6 @@ def test_copy_recorded_after_its_original_was_displaced_points_to_the_new_one(st
     assert copies == {late.page_id: early.page_id, copy.page_id: early.page_id}
 
 
-def test_a_later_copy_of_a_page_displaced_as_it_is_decided_ends_pointing_to_the_displacer(store):
-    """C (day 25) is published after R (day 20), the page it found: a copy whichever page stands for R, so its
-    decision walks no displacements. O (day 10) displaces R between C's index hit and its decision: C's verdict
-    names R, and its record, landing before O's save, is re-pointed to O."""
-    late, early, copy = _doc("r" * 32, STORY, 20), _doc("o" * 32, STORY, 10), _doc("c" * 32, STORY, 25)
-
-    class DisplacedMeanwhile(RedisDedupIndex):
-        def check_and_insert(self, doc):
-            hit = super().check_and_insert(doc)
-            if doc.page_id == copy.page_id:   # another crawler
-                assert _engine(store).decide(early).replaced == late.page_id
-            return hit
-
-    engine = DedupEngine(NearDupParams(k=store.config.simhash_k), DisplacedMeanwhile(store))
-    assert engine.decide(late).kind == "new"   # this crawler's page: it knows R's date without a look-up
-    store.save_pages([_page(late)])
-    verdict = engine.decide(copy)
-    assert (verdict.kind, verdict.original) == ("exact", late.page_id), verdict
-    store.record_duplicates([_copy(copy, verdict.original)])
-    store.save_pages([_page(early)])
-    pages, copies = _state(store)
-    assert pages == [early.page_id]
-    assert copies == {late.page_id: early.page_id, copy.page_id: early.page_id}
-
-
 def test_a_chain_of_earlier_copies_ends_at_the_earliest_in_every_save_order(store_config):
     """R (day 20), then O1 (day 15) and O0 (day 10): saves landing in any order leave O0 alone."""
     from dataclasses import replace
