@@ -134,6 +134,8 @@ class DuplicateStore(Connection):
                     url = (self._retry("mongo", self.pages.find_one, {"_id": to_oid(target)}, {"url": 1}) or {}).get("url")
                 if url:   # the copy that took the place is no copy of itself: its old record goes
                     self._retry("mongo", self.duplicates.delete_many, {"original_id": m["_id"], "url": url})
+                if target == m["_id"]:   # the page stands after all (a cycle broken): its copies stay
+                    continue
                 res = self._retry("mongo", self.duplicates.update_many, {"original_id": m["_id"]},
                                   {"$set": {"original_id": target, "original_url": url or f"page {target}"}})
                 moved += res.modified_count

@@ -86,6 +86,21 @@ def test_copy_recorded_after_its_original_was_displaced_points_to_the_new_one(st
     assert copies == {late.page_id: early.page_id, copy.page_id: early.page_id}
 
 
+def test_a_marker_taken_away_after_the_displacer_wrote_it_leaves_the_copies_where_they_are(store):
+    """settle_copies(marked=True) skips the look for the marker its caller has just written. If a cycle's
+    break took that marker away meanwhile (the page stands), the copies stay pointing to the page, as after a
+    look that found no marker; with the marker there they move to the displacer."""
+    late, early, copy = _doc("r" * 32, STORY, 20), _doc("o" * 32, STORY, 10), _doc("c" * 32, STORY, None)
+    store.save_pages([_page(late), _page(early)])
+    store.record_duplicates([_copy(copy, late.page_id)])
+    assert store.settle_copies([late.page_id], marked=True) == 0   # no marker: nothing moves
+    assert _state(store)[1] == {copy.page_id: late.page_id}
+    store.demotions.insert_one({"_id": late.page_id, "by": early.page_id, "by_url": early.url, "by_keys": None,
+                                "method": "exact"})
+    assert store.settle_copies([late.page_id], marked=True) == 1
+    assert _state(store)[1] == {copy.page_id: early.page_id}
+
+
 def test_a_chain_of_earlier_copies_ends_at_the_earliest_in_every_save_order(store_config):
     """R (day 20), then O1 (day 15) and O0 (day 10): saves landing in any order leave O0 alone."""
     from dataclasses import replace
