@@ -30,7 +30,7 @@ class StorePipeline:
         self.crawler = crawler
         self.store = store_for(crawler)
         self.log_stored = log_stored
-        self.batcher = GroupCommit(crawler, self.store.save_pages, batch, batch_ms)
+        self.batcher = GroupCommit(crawler, self._save_many, batch, batch_ms)
 
     @classmethod
     def from_crawler(cls, crawler) -> "StorePipeline":
@@ -54,10 +54,14 @@ class StorePipeline:
             doc["content_type"] = ctype
         return doc
 
+    def _save_many(self, records: list[tuple[dict, bool]]) -> list:
+        """One batch of (page, its text found new by the dedup step): a new text's URL is not looked up first."""
+        return self.store.save_pages([doc for doc, _ in records], [new for _, new in records])
+
     async def process_item(self, item: Any) -> Any:
         """Save the page (in a batch), then pass the item on (to feeds)."""
         a = ItemAdapter(item)
-        page_id = await self.batcher.save(self.document(item))
+        page_id = await self.batcher.save((self.document(item), (a.get("dedup") or {}).get("kind") == "new"))
         a["page_id"] = page_id or a.get("page_id")
         for field in ("body", "headers", "exchange"):  # raw bytes were kept for match evidence; feeds get no bytes
             a.pop(field, None)

@@ -71,19 +71,22 @@ class PageStore(DuplicateStore):
             return doc
         return {**doc, "undecided": True, "undecided_since": doc.get("undecided_since") or now()}
 
-    def save_pages(self, docs: list[dict]) -> list[str | BadDocument]:
+    def save_pages(self, docs: list[dict], new: list[bool] | None = None) -> list[str | BadDocument]:
         """Store many pages with one look-up and few writes (what save_page does for each, in order);
-        returns each page's id, or the BadDocument that kept that one page out. Spooled if MongoDB stays away."""
+        returns each page's id, or the BadDocument that kept that one page out. Spooled if MongoDB stays away.
+        `new`: per page, True when the crawl found its text new (a URL most likely never stored: not looked up)."""
         results: list[str | BadDocument] = []
         valid: list[dict] = []
-        for doc in docs:
+        unseen: list[bool] = []
+        for doc, fresh in zip(docs, new or [False] * len(docs)):
             try:
                 valid.append(self._marked(page_doc(doc)))
+                unseen.append(fresh)
                 results.append("")
             except BadDocument as exc:
                 results.append(exc)
         try:
-            ids = self._retry("mongo", self._save_pages, valid) if valid else []
+            ids = self._retry("mongo", self._save_pages, valid, unseen) if valid else []
         except StorageUnavailable:
             for d in valid:
                 self._spool("save_page", doc=d)
@@ -127,13 +130,13 @@ class PageStore(DuplicateStore):
         except (redis.RedisError, StorageUnavailable):
             pass   # the next check meets the loss
 
-    def _save_pages(self, docs: list[dict]) -> list[str]:
+    def _save_pages(self, docs: list[dict], unseen: list[bool] | None = None) -> list[str]:
         """save_page for many: one find for the ids already held (by another URL: evidence protection), new
         pages in one insert_many (the server commits it once, where each replace commits alone), pages
-        stored before replaced in order. A page that loses a race or whose URL is stored under another id
-        (a re-crawl) takes save_page's path."""
-        found = self.pages.find({"_id": {"$in": [d["_id"] for d in docs]}}, HELD_STATE)
-        held = {h["_id"]: h for h in found}
+        stored before replaced in order. A page that loses a race, whose URL is stored under another id (a
+        re-crawl), or that was taken for unseen but is held, takes save_page's path (the insert refuses it)."""
+        probe = [d["_id"] for i, d in enumerate(docs) if not (unseen and unseen[i])]
+        held = {h["_id"]: h for h in self.pages.find({"_id": {"$in": probe}}, HELD_STATE)} if probe else {}
         fresh: list[tuple[int, dict]] = []
         stored: list[tuple[int, dict]] = []
         for i, d in enumerate(docs):

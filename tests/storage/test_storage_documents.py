@@ -143,9 +143,12 @@ def test_status(store):
     assert st["db_name"] == store.config.db_name and st["spool"]["entries"] == 0
 
 
-def test_save_pages_does_what_save_page_does_for_each(store):
+@pytest.mark.parametrize("taken_for_new", [False, True], ids=["looked-up", "all-taken-for-new"])
+def test_save_pages_does_what_save_page_does_for_each(store, taken_for_new):
     """A batch: new pages, a re-crawl under a new id, another URL claiming a stored id, the same id twice
-    in one batch and a bad document -- each ends as save_page would leave it; the bad one alone is refused."""
+    in one batch and a bad document -- each ends as save_page would leave it; the bad one alone is refused.
+    The same when the crawl takes every page for new (`new`): the held ones are refused by the insert and
+    take save_page's path."""
     held = store.save_page(page(store, "http://a.test/held"))
     recrawled = store.save_page(page(store, "http://a.test/old"))
     twin = store.new_page_id()
@@ -156,7 +159,7 @@ def test_save_pages_does_what_save_page_does_for_each(store):
             page(store, "http://a.test/t2", _id=twin),                                 # same id, other URL
             page(store, "http://a.test/bad", text="坏\ud800"),
             page(store, "http://a.test/n2", _id=store.new_page_id())]
-    out = store.save_pages(docs)
+    out = store.save_pages(docs, [True] * len(docs) if taken_for_new else None)
     assert isinstance(out[5], BadDocument) and store.page_by_url("http://a.test/bad") is None
     assert out[0] == str(docs[0]["_id"]) and store.get_page(out[0])["url"] == "http://a.test/n1"
     assert out[1] == recrawled and store.get_page(recrawled)["title"] == "新标题"
@@ -170,10 +173,46 @@ def test_save_pages_does_what_save_page_does_for_each(store):
 
 
 def test_save_pages_again_is_idempotent(store):
-    """Saving the same batch twice (a retried write) leaves one page per URL under the same ids."""
+    """Saving the same batch twice (a retried write) leaves one page per URL under the same ids, also when the
+    second save takes every page for new."""
     docs = [page(store, f"http://a.test/r{i}", _id=store.new_page_id()) for i in range(5)]
     first = store.save_pages(docs)
     assert store.save_pages(docs) == first and store.pages.count_documents({}) == 5
+    assert store.save_pages(docs, [True] * 5) == first and store.pages.count_documents({}) == 5
+
+
+def test_pages_the_crawl_found_new_are_inserted_without_a_look_up(store, monkeypatch):
+    """A batch of pages whose text the crawl's dedup found new: one insert, no find of the ids first (a
+    command a batch); pages not known new are looked up first, as before."""
+    import pymongo
+    from pymongo import monitoring
+
+    class Pages(monitoring.CommandListener):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def started(self, event) -> None:
+            if event.command.get(event.command_name) == "pages":
+                self.names.append(event.command_name)
+
+        def succeeded(self, event) -> None:
+            pass
+
+        def failed(self, event) -> None:
+            pass
+
+    seen = Pages()
+    client = pymongo.MongoClient(store.mongo_uri, event_listeners=[seen])
+    try:
+        monkeypatch.setattr(store, "pages", client[store.db.name]["pages"])
+        store.save_pages([page(store, f"http://a.test/f{i}", _id=store.new_page_id()) for i in range(3)], [True] * 3)
+        new_only, seen.names = seen.names, []
+        store.save_pages([page(store, f"http://a.test/g{i}", _id=store.new_page_id()) for i in range(3)])
+    finally:
+        client.close()
+    assert new_only == ["insert"], new_only
+    assert seen.names == ["find", "insert"], seen.names
+    assert store.db.pages.count_documents({}) == 6
 
 
 def test_indexes_are_made_in_one_command_a_collection_and_survive_an_equivalent_one(store):
