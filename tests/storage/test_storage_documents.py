@@ -4,9 +4,28 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from pymongo import monitoring
 
 from storage import BadDocument, to_signed64, to_unsigned64
 from storage.matchlist import MatchQuery
+
+
+class CommandNames(monitoring.CommandListener):
+    """The names of the commands a client sends, to one collection or to any."""
+
+    def __init__(self, collection: str | None = None) -> None:
+        self.collection = collection
+        self.names: list[str] = []
+
+    def started(self, event) -> None:
+        if self.collection is None or event.command.get(event.command_name) == self.collection:
+            self.names.append(event.command_name)
+
+    def succeeded(self, event) -> None:
+        pass
+
+    def failed(self, event) -> None:
+        pass
 
 
 def page(store, url: str, **kw) -> dict:
@@ -185,23 +204,8 @@ def test_pages_the_crawl_found_new_are_inserted_without_a_look_up(store, monkeyp
     """A batch of pages whose text the crawl's dedup found new: one insert, no find of the ids first (a
     command a batch); pages not known new are looked up first, as before."""
     import pymongo
-    from pymongo import monitoring
 
-    class Pages(monitoring.CommandListener):
-        def __init__(self) -> None:
-            self.names: list[str] = []
-
-        def started(self, event) -> None:
-            if event.command.get(event.command_name) == "pages":
-                self.names.append(event.command_name)
-
-        def succeeded(self, event) -> None:
-            pass
-
-        def failed(self, event) -> None:
-            pass
-
-    seen = Pages()
+    seen = CommandNames("pages")
     client = pymongo.MongoClient(store.mongo_uri, event_listeners=[seen])
     try:
         monkeypatch.setattr(store, "pages", client[store.db.name]["pages"])
@@ -219,28 +223,13 @@ def test_indexes_are_made_in_one_command_a_collection_and_survive_an_equivalent_
     """The store's open makes each collection's indexes in one round trip; where an equivalent index already
     exists under another name (made by hand or an older version) the batch fails and each index is tried
     alone, so the others are still made and the unique ones still hold."""
-    from pymongo import monitoring
-
     from storage.schema import INDEXES, ensure_indexes
 
     store.db.pages.drop_indexes()
     store.db.pages.create_index("site", name="by_site_made_by_hand")
 
-    class Count(monitoring.CommandListener):
-        def __init__(self) -> None:
-            self.names: list[str] = []
-
-        def started(self, event) -> None:
-            self.names.append(event.command_name)
-
-        def succeeded(self, event) -> None:
-            pass
-
-        def failed(self, event) -> None:
-            pass
-
     import pymongo
-    count = Count()
+    count = CommandNames()
     client = pymongo.MongoClient(store.mongo_uri, event_listeners=[count])
     try:
         ensure_indexes(client[store.db.name])
