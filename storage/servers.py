@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from . import redis_log
 from .errors import StorageUnavailable
 from .processes import MARKS, free_port, kill_all, on_data_dir, pid_alive, port_free, port_listens, spawn, stop_strays
 
@@ -44,6 +45,7 @@ __all__ = ["NAMES", "MARKS", "CREDENTIALS", "ServerInfo", "server_uri", "credent
 
 NAMES = ("redis", "mongo")
 START_TIMEOUT = 30.0
+STOP_REWRITE_WAIT = 30.0   # seconds a stop waits for Redis to rewrite an append-only file of mostly history
 GRACE = 15.0             # seconds a recorded server that is alive but silent gets to answer
 PROVISION = "mongo-provision"   # run/ files of the provisioning server an older version started first
 PROVISIONED = ".zhdedup-auth"   # in SecantusDB's data directory once its user is stored
@@ -325,6 +327,8 @@ def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
     provision = name == "mongo" and not (data_dir / PROVISIONED).exists()
     cmd = _command(name, port, data_dir.resolve(), conf, var_dir / CREDENTIALS if provision else None)
     pid = _start(cmd, name, port, secret, log, var_dir, name)
+    if name == "redis":   # in the background: the server answers meanwhile
+        redis_log.compact(port, secret)
     if provision:   # it answered with the password: its user is on disk
         fd = os.open(data_dir / PROVISIONED, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -406,6 +410,9 @@ def stop(var_dir: str | os.PathLike, names: tuple[str, ...] = NAMES) -> dict[str
     with server_lock(var):
         for name in names:
             pid = _recorded(var, name, name, var / name)
+            port = _read_int(_run_dir(var) / f"{name}.port")
+            if name == "redis" and pid and port:   # the next start loads what the data needs, not its history
+                redis_log.compact(port, credentials(var, create=False).get(name), wait=STOP_REWRITE_WAIT)
             # SIGTERM is a clean shutdown for both (Redis fsyncs its append-only file first).
             kill_all([pid] if pid else [], name)
             found = stop_strays(name, var / name)  # left by a starter killed mid-start
