@@ -31,7 +31,10 @@ def compact(port: int, secret: str | None, wait: float = 0.0) -> bool:
     import redis
 
     client = redis.Redis(host="127.0.0.1", port=port, password=secret, socket_timeout=5, socket_connect_timeout=5)
+    deadline = time.monotonic() + wait
     try:
+        if not _finished(client, deadline):   # Redis's own rewrite, still running: it does the work
+            return False
         persistence = client.info("persistence")
         used = client.info("memory")["used_memory"]
         if not mostly_history(persistence, used):
@@ -39,9 +42,7 @@ def compact(port: int, secret: str | None, wait: float = 0.0) -> bool:
         logger.info("Redis's append-only file holds %.1f MB for %.1f MB of data: rewriting it",
                     persistence["aof_current_size"] / 1e6, used / 1e6)
         client.bgrewriteaof()
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _rewriting(client.info("persistence")):
-            time.sleep(0.05)
+        _finished(client, deadline)
         return True
     except redis.RedisError as e:
         logger.warning("could not rewrite Redis's append-only file on 127.0.0.1:%s (%s); it stays as it is", port, e)
@@ -50,5 +51,12 @@ def compact(port: int, secret: str | None, wait: float = 0.0) -> bool:
         client.close()
 
 
-def _rewriting(persistence: dict) -> bool:
-    return bool(persistence.get("aof_rewrite_in_progress") or persistence.get("aof_rewrite_scheduled"))
+def _finished(client, deadline: float) -> bool:
+    """Wait until no rewrite runs or is scheduled, or the deadline passes; whether none does."""
+    while True:
+        persistence = client.info("persistence")
+        if not (persistence.get("aof_rewrite_in_progress") or persistence.get("aof_rewrite_scheduled")):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
