@@ -38,6 +38,7 @@ _ATTR = "_zhdedup_workers"
 SETTINGS = ("ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS")
 READ_BYTES = 1 << 20    # most bytes read from a worker's socket at once
 CLOSE_SECONDS = 5.0     # how long a closing pool waits for a worker to exit before it kills it
+PRELOAD = ("pipelines.worker_process", "pipelines._worker_tasks", "pipelines._forkserver_exit")  # in that order
 
 
 def usable_cpus() -> int:
@@ -329,12 +330,13 @@ def _spawn(context: Any) -> Channel:
 
 
 def _context() -> Any:
-    """forkserver where there is one (else spawn), its server preloading only the workers' own module: by
-    default it would import the crawler's __main__ (Scrapy's command line) before forking the first worker."""
+    """forkserver where there is one (else spawn), its server preloading only the workers' own modules (by
+    default it would import the crawler's __main__, Scrapy's command line, before forking the first worker),
+    and an exit that skips the teardown of what it preloaded (pipelines._forkserver_exit)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["pipelines.worker_process", "pipelines._worker_tasks"])
+    context.set_forkserver_preload(list(PRELOAD))
     return context
 
 

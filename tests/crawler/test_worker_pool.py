@@ -3,9 +3,14 @@ worker that dies mid-call loses nothing (real worker processes, forkserver as in
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import operator
 import os
 import signal
+import subprocess
+import sys
+from multiprocessing import forkserver
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +19,7 @@ from pipelines._worker_tasks import warm_up_extract
 from pipelines.stats import WORKERS_CPU_MS
 
 pytestmark = pytest.mark.timeout(120)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Stats:
@@ -144,3 +150,28 @@ def test_an_answer_that_cannot_be_read_here_is_done_here(pool, monkeypatch):
     monkeypatch.setenv("ZHDEDUP_WORKER_TEST_PARENT", str(os.getpid()))
     assert asyncio.run(asyncio.wait_for(pool.run(fails_oddly, 21), 30)) == 42
     assert not pool.broken and asyncio.run(pool.run(operator.mul, 6, 7)) == 42
+
+
+@pytest.mark.parametrize("fast_exit", [True, False])
+def test_the_forkserver_leaves_without_tearing_down_what_it_preloaded(tmp_path, fast_exit):
+    """Whoever reads a crawl's output waits until the forkserver, which shares the pipe, has exited too: its
+    preload's last module makes that exit skip the interpreter's teardown (the exit handlers registered
+    before it, as by the modules it preloaded, no longer run). Without that module they do."""
+    marker = tmp_path / "torn-down"
+    code = ("import atexit, sys; atexit.register(lambda: open(sys.argv[1], 'w').write('x'))\n"
+            + ("import pipelines._forkserver_exit\n" if fast_exit else "")
+            + "print('preloaded', file=sys.stderr, end='')")
+    out = subprocess.run([sys.executable, "-c", code, str(marker)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0 and out.stderr == "preloaded"   # flushed before the exit
+    assert marker.exists() is not fast_exit
+
+
+def test_the_workers_forkserver_preloads_the_fast_exit_last():
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no forkserver on this platform")
+    from pipelines._workers import PRELOAD, _context
+
+    _context()
+    assert PRELOAD[-1] == "pipelines._forkserver_exit"
+    assert forkserver._forkserver._preload_modules == list(PRELOAD)
