@@ -11,7 +11,9 @@ runs per round, interleaved, on fresh stores:
             following the same links: the speed Scrapy itself reaches on this site;
   no-dedup  `scrapy crawl news` without FingerprintPipeline and DedupPipeline;
   full      `scrapy crawl news` with every pipeline on;
-  full-cold the same on a fresh var/ (its embedded servers start inside the command, as on a new checkout).
+  full-cold the same on a fresh var/ (its embedded servers start inside the command, as on a new checkout);
+  full-stopped  the same with var/'s embedded servers stopped first: the command starts them again on the
+            data of the crawls before (the first crawl after a reboot or `zhdedup stop`).
 With --sites N the pages are spread over N sites and each copy is a reprint on another site than its
 original; with --dates every page carries a publish date (article:published_time) and a copy is dated
 before its original (half of them), after it (a quarter) or not at all, and list pages show the newest
@@ -226,10 +228,11 @@ def own_cpu_seconds() -> float:
 
 
 def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: HitClock, var_dir: str = "var",
-        extra: dict | None = None, cold: bool = False, root: str | None = None) -> dict:
-    """One crawl on a fresh store database (cold: on a fresh var/ whose servers the crawl itself starts),
-    of the code in root (default: this tree); its report plus pages/s, CPU per page, the command's wall
-    clock and its fixed cost (start -> first request, last response -> exit)."""
+        extra: dict | None = None, cold: bool = False, root: str | None = None, stopped: bool = False) -> dict:
+    """One crawl on a fresh store database (cold: on a fresh var/ whose servers the crawl itself starts;
+    stopped: on var_dir with its servers stopped first, so the crawl starts them on its data), of the code in
+    root (default: this tree); its report plus pages/s, CPU per page, the command's wall clock and its fixed
+    cost (start -> first request, last response -> exit)."""
     report = tmp / f"{label}-{uuid.uuid4().hex[:6]}.json"
     settings = {**BASE, **(extra or {}), "ZHDEDUP_REPORT": str(report)}
     if pipelines is not None:
@@ -239,7 +242,11 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: Hi
     if cold:
         var_dir = tempfile.mkdtemp(prefix="var-", dir=tmp)
         env["ZHDEDUP_VAR"] = var_dir
-    pids = {} if cold else server_pids(var_dir)
+    elif stopped:
+        from storage import servers as srv
+
+        srv.stop(var_dir)
+    pids = {} if cold or stopped else server_pids(var_dir)
     servers_before = {n: process_cpu_seconds(pid) for n, pid in pids.items()}
     ops_before = mongo_ops(var_dir) if "mongo" in pids else {}
     before, site_before = resource.getrusage(resource.RUSAGE_CHILDREN), own_cpu_seconds()
@@ -389,7 +396,7 @@ def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Na
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Generate, serve, crawl (plain, no-dedup, full, full-cold) per round, print medians and the ratios."""
+    """Generate, serve, crawl (plain and the --only runs of the product) per round, print medians and ratios."""
     ap, args = parse_args(argv)
     labels = [x.strip() for x in args.only.split(",") if x.strip()]
     if not labels or set(labels) - set(RUNS):
@@ -428,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
                         data = run_plain(start, Path(tmp), clock)
                     else:
                         data = run(label, start, pipelines.get(base), Path(tmp), clock, var_dir,
-                                   variants.get(base, extra), cold=base == "full-cold", root=trees.get(tree))
+                                   variants.get(base, extra), cold=base == "full-cold", root=trees.get(tree),
+                                   stopped=base == "full-stopped")
                     results[label].append(data)
                     print(line(r, label, data), flush=True)
     finally:
@@ -438,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-RUNS = ("plain", "no-dedup", "full", "full-cold")
+RUNS = ("plain", "no-dedup", "full", "full-cold", "full-stopped")
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
