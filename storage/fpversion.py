@@ -31,9 +31,12 @@ def current_version() -> str:
     return fingerprint_version(enabled())
 
 
-def outdated(version: str) -> dict:
-    """Pages fingerprinted by a version other than `version` (pages without one are not ours to redo)."""
-    return {"fp_version": {"$type": "string", "$ne": version}}
+def outdated(version: str) -> list[dict]:
+    """Filters of the pages fingerprinted by a version other than `version` (pages without one are not ours to
+    redo): the versions sorting before it and after it, two ranges of the fp_version index, strings only (type
+    bracketing). The one filter `{"$type": "string", "$ne": version}` made SecantusDB read every page (1.1 s
+    for 10,000) each time a store opened."""
+    return [{"fp_version": {"$lt": version}}, {"fp_version": {"$gte": version + "\x00"}}]   # + NUL: the next string
 
 
 def page_fields(text: str) -> dict[str, Any]:
@@ -46,15 +49,16 @@ def page_fields(text: str) -> dict[str, Any]:
 def migrate_fingerprints(store: Any, chunk: int = 500) -> int:
     """Re-fingerprint pages of another version, then rebuild the index; returns the pages redone."""
     version = current_version()
-    if store._retry("mongo", store.pages.find_one, outdated(version), {"_id": 1}) is None:
+    if all(store._retry("mongo", store.pages.find_one, old, {"_id": 1}) is None for old in outdated(version)):
         return 0
     t, done = time.monotonic(), 0
     with store._repair_lock().held():
-        while batch := store._retry("mongo", list, store.pages.find(outdated(version), {"text": 1}).limit(chunk)):
-            ops = [UpdateOne({"_id": d["_id"], **outdated(version)}, {"$set": page_fields(str(d.get("text") or ""))})
-                   for d in batch]
-            store._retry("mongo", store.pages.bulk_write, ops, ordered=False)
-            done += len(batch)
+        for old in outdated(version):
+            while batch := store._retry("mongo", list, store.pages.find(old, {"text": 1}).limit(chunk)):
+                ops = [UpdateOne({"_id": d["_id"], **old}, {"$set": page_fields(str(d.get("text") or ""))})
+                       for d in batch]
+                store._retry("mongo", store.pages.bulk_write, ops, ordered=False)
+                done += len(batch)
         n = store._rebuild_index(exclude=store.undecided_pages())
     log.warning("fingerprints of %s pages at %s re-computed for version %s, index rebuilt (%s entries) in %.1f s",
                 f"{done:,}", mask_credentials(store.mongo_uri), version, f"{n:,}", time.monotonic() - t)

@@ -2,6 +2,7 @@
 written while a server was away is replayed by storage/replay.py."""
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import time
@@ -44,8 +45,21 @@ class MaintenanceStore(DedupStore, PageStore):
         """Index entries MongoDB implies (`_indexable`): kept pages, and displaced ones whose own entry answers
         for the page that stands (`index_alias`, read from the index when the page moved: one entry when the
         two share their fingerprint, none when the displaced page's entry was not its own)."""
-        return self._retry("mongo", self.pages.count_documents, {}) + \
+        return self._page_count() + \
             self._retry("mongo", self.duplicates.count_documents, {"replaced_by_earlier": True, "index_alias": True})
+
+    def _page_count(self) -> int:
+        """MongoDB's pages, exactly. SecantusDB's `count` command counts the collection's rows without decoding
+        them: 0.15-0.3 s for 10,000 pages, where `count_documents`' aggregation decodes each (1.0-1.2 s), at
+        every store open. A MongoDB's `count` reads metadata an unclean shutdown can leave off: there, count."""
+        if self._count_is_exact:
+            return self._retry("mongo", self.pages.estimated_document_count)
+        return self._retry("mongo", self.pages.count_documents, {})
+
+    @functools.cached_property
+    def _count_is_exact(self) -> bool:
+        """Whether the server's `count` of a collection is exact (SecantusDB says it is in its buildInfo)."""
+        return "secantusVersion" in self._retry("mongo", self.mongo.admin.command, "buildInfo")
 
     def rebuild_index(self) -> int:
         """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change), one process at a time."""

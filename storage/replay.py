@@ -135,7 +135,8 @@ def adopt_undecided(store: Any) -> list[dict]:
     if limit < 0:
         return []
     cutoff = now() - dt.timedelta(seconds=limit)
-    old = {"undecided": True, "$or": [{"undecided_since": {"$lt": cutoff}}, {"undecided_since": None}]}
+    # marked before the cutoff, or without a time; not an $or, which makes SecantusDB read every page, _id or not
+    old = {"undecided": True, "undecided_since": {"$not": {"$gte": cutoff}}}
     taken = []
     for page in store._retry("mongo", list, store.pages.find(old, {"_id": 1})):
         if store._retry("mongo", store.pages.find_one_and_update, {"_id": page["_id"], **old},

@@ -36,3 +36,22 @@ def test_pages_of_the_old_version_are_refingerprinted_on_open(store, store_confi
         copy = DedupDoc.of(st.new_page_id(), _spun(text))
         hit = st.lookup(copy.content_hash, copy.simhash)   # the rebuilt index holds the new SimHash
         assert hit.kind == "near" and hit.original_id == pid, hit
+
+
+def test_the_outdated_filters_find_every_other_version_and_only_those(store):
+    """Two ranges of the fp_version index (a `$ne` made SecantusDB read every page at each store open): every
+    other version, whether it sorts before or after this one, a version this one is a prefix of too; never
+    this version, a page without one, or a version that is no string."""
+    from storage.fpversion import current_version, outdated
+
+    version = current_version()
+    other = BASE_VERSION if version != BASE_VERSION else FINGERPRINT_VERSION
+    coll = store.db.fp_version_probe
+    coll.drop()
+    coll.insert_many([{"_id": 1, "fp_version": version}, {"_id": 2, "fp_version": other},
+                      {"_id": 3, "fp_version": version + "+later"}, {"_id": 4, "fp_version": "a"},
+                      {"_id": 5, "fp_version": "\uffff"}, {"_id": 6}, {"_id": 7, "fp_version": None},
+                      {"_id": 8, "fp_version": 3}])
+    found = [d["_id"] for old in outdated(version) for d in coll.find(old, {"_id": 1})]
+    assert sorted(found) == [2, 3, 4, 5] and len(found) == len(set(found))
+    coll.drop()
