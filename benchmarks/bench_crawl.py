@@ -2,7 +2,8 @@
 
     python -m benchmarks.bench_crawl --pages 1600 [--repeat 3] [--corpus news.jsonl [--stories]]
     python -m benchmarks.bench_crawl --pages 1600 --sites 3 --dates --corpus news.jsonl --stories \
-        --copy-every 4 --only plain,full,full-cold        (as users crawl: dates, reprints, cold starts)
+        --copy-every 4 --only plain,full,full-cold        (as users crawl: dates, reprints, cold starts;
+        --store-pages 10000: into a store that already holds pages)
 
 Generates a local site of --pages article pages (every --copy-every'th a near-duplicate of an earlier
 page: a few function words changed and an ad line added) plus list pages, serves it on 127.0.0.1, and
@@ -228,16 +229,17 @@ def own_cpu_seconds() -> float:
 
 
 def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: HitClock, var_dir: str = "var",
-        extra: dict | None = None, cold: bool = False, root: str | None = None, stopped: bool = False) -> dict:
+        extra: dict | None = None, cold: bool = False, root: str | None = None, stopped: bool = False,
+        store_db: str | None = None) -> dict:
     """One crawl on a fresh store database (cold: on a fresh var/ whose servers the crawl itself starts;
     stopped: on var_dir with its servers stopped first, so the crawl starts them on its data), of the code in
     root (default: this tree); its report plus pages/s, CPU per page, the command's wall clock and its fixed
-    cost (start -> first request, last response -> exit)."""
+    cost (start -> first request, last response -> exit). store_db: crawl into that store (kept), not a new one."""
     report = tmp / f"{label}-{uuid.uuid4().hex[:6]}.json"
     settings = {**BASE, **(extra or {}), "ZHDEDUP_REPORT": str(report)}
     if pipelines is not None:
         settings["ITEM_PIPELINES"] = json.dumps(pipelines)
-    db = f"bench_{uuid.uuid4().hex[:8]}"
+    db = store_db if store_db and not cold else f"bench_{uuid.uuid4().hex[:8]}"
     env = {"ZHDEDUP_DB": db, "ZHDEDUP_PREFIX": f"{db}:"}
     if cold:
         var_dir = tempfile.mkdtemp(prefix="var-", dir=tmp)
@@ -278,7 +280,7 @@ def run(label: str, start_url: str, pipelines: dict | None, tmp: Path, clock: Hi
     data["site_ms_per_page"] = 1000 * (site_after - site_before) / max(1, data["responses"])
     data["mongo_ops_per_page"] = {k: (ops_after[k] - v) / max(1, data["responses"]) for k, v in ops_before.items()
                                   if ops_after.get(k, v) != v}
-    if not cold:
+    if not cold and db != store_db:
         drop_database(db)
     return data
 
@@ -425,8 +427,13 @@ def main(argv: list[str] | None = None) -> int:
     pipelines = {"no-dedup": {**ITEM_PIPELINES, **NO_DEDUP}}
     results: dict[str, list[dict]] = {label: [] for label in labels}
     var_dir, before = embedded_running()
+    store_db = f"bench_store_{uuid.uuid4().hex[:6]}" if args.store_pages else None
     try:
         ensure_servers(var_dir)
+        if store_db:
+            from benchmarks.bench_store_open import build
+
+            build(store_db, args.store_pages)
         with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
             for r in range(args.repeat):
                 for label in labels:
@@ -436,11 +443,13 @@ def main(argv: list[str] | None = None) -> int:
                     else:
                         data = run(label, start, pipelines.get(base), Path(tmp), clock, var_dir,
                                    variants.get(base, extra), cold=base == "full-cold", root=trees.get(tree),
-                                   stopped=base == "full-stopped")
+                                   stopped=base == "full-stopped", store_db=store_db)
                     results[label].append(data)
                     print(line(r, label, data), flush=True)
     finally:
         server.stop()
+        if store_db:
+            drop_database(store_db)
         stop_started(var_dir, before)
     report_summary(summary(results), pages, args)
     return 0
@@ -466,6 +475,9 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argpars
                     help="extra Scrapy setting for the product crawls (repeatable)")
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL:NAME=VALUE[,NAME=VALUE...]",
                     help="one more full crawl per round with these settings (repeatable), e.g. to compare levers")
+    ap.add_argument("--store-pages", type=int, default=0, metavar="N",
+                    help="the product crawls into a store that already holds N real news pages (built once, as a "
+                         "user's store after earlier crawls; full-cold still starts empty)")
     ap.add_argument("--tree", action="append", default=[], metavar="LABEL:PATH",
                     help="the product runs again from another checkout, interleaved (e.g. before:/path/to/main)")
     args = ap.parse_args(argv)
@@ -473,8 +485,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argpars
         ap.error("--stories needs --corpus")
     if args.copy_every < 2:
         ap.error("--copy-every must be at least 2")
-    if not 1 <= args.sites <= 20 or args.pages < 1 or args.repeat < 1:
-        ap.error("--sites must be 1-20, --pages and --repeat at least 1")
+    if not 1 <= args.sites <= 20 or args.pages < 1 or args.repeat < 1 or args.store_pages < 0:
+        ap.error("--sites must be 1-20, --pages and --repeat at least 1, --store-pages at least 0")
     return ap, args
 
 

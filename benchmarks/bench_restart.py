@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
               f"start, {args.history_mb} MB of writes (2,000 keys overwritten), stop; alternated between the trees")
         print(f"{'session':>8}  " + "  ".join(f"{name[:12]:>12} start s  stop s  file MB" for name in trees))
         for n in range(args.sessions):
-            cells = [f"{rows[name][n]['start_s']:>20.2f}  {rows[name][n]['stop_s']:>6.2f}  {rows[name][n]['file_mb']:>7.1f}"
-                     for name in trees]
+            cells = [f"{row['start_s']:>20.2f}  {row['stop_s']:>6.2f}  {row['file_mb']:>7.1f}"
+                     for row in (rows[name][n] for name in trees)]
             print(f"{n + 1:>8}  " + "  ".join(cells))
     return 0
 
