@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+from benchmarks.bench_store_open import build as build_store
+from benchmarks.bench_store_open import drop as drop_database   # the benchmark's data, removed again
 from benchmarks.crawl_clock import HitClock
 from benchmarks.plain_spider import PLAIN_SETTINGS
 from crawler.__main__ import scrapy_crawl
@@ -298,17 +300,6 @@ def crawl_in(root: str | None, args: dict[str, str], settings: dict[str, str],
     return subprocess.run(cmd, cwd=root, env=full_env, capture_output=True, text=True, timeout=3600)
 
 
-def drop_database(db: str) -> None:
-    """Remove the benchmark's data again (same servers, same env as the crawl)."""
-    from storage import StoreConfig, open_store
-
-    store = open_store(StoreConfig.from_env(db_name=db, key_prefix=f"{db}:"))
-    try:
-        store.drop_all()
-    finally:
-        store.close()
-
-
 def embedded_running() -> tuple[str, dict[str, bool]]:
     """The embedded servers' var dir and which of them already run (None of ours to stop if configured)."""
     from storage import StoreConfig
@@ -431,9 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ensure_servers(var_dir)
         if store_db:
-            from benchmarks.bench_store_open import build
-
-            build(store_db, args.store_pages)
+            build_store(store_db, args.store_pages)
         with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
             for r in range(args.repeat):
                 for label in labels:

@@ -46,7 +46,8 @@ from storage import StoreConfig, open_store
 config = StoreConfig.from_env(db_name=sys.argv[1], key_prefix=sys.argv[1] + ":")
 t = time.perf_counter()
 open_store(config).close()
-print(json.dumps({"open_s": time.perf_counter() - t, "slowest": sorted(took.items(), key=lambda kv: -kv[1])[:3]}))
+print(json.dumps({"open_s": time.perf_counter() - t, "commands": len(took),
+                  "slowest": sorted(took.items(), key=lambda kv: -kv[1])[:3]}))
 """
 
 
@@ -85,6 +86,7 @@ def build(db: str, n: int) -> None:
 
 
 def drop(db: str) -> None:
+    """Remove a benchmark's store again (same servers, same env as the crawl or the build)."""
     from storage import StoreConfig, open_store
 
     store = open_store(StoreConfig.from_env(db_name=db, key_prefix=f"{db}:"))

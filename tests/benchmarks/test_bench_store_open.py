@@ -19,7 +19,7 @@ def test_a_store_is_built_and_opened_by_either_tree(tmp_path, servers, monkeypat
         for tree in trees:
             row = bench_store_open.open_once(tree, db)
             assert 0 < row["open_s"] < 60
-            assert any(what.startswith("count pages") or "pages" in what for what, _ in row["slowest"]), row
+            assert row["commands"] >= 10 and len(row["slowest"]) == 3, row   # the open's commands were heard
     finally:
         bench_store_open.drop(db)
 
