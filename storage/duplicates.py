@@ -172,9 +172,9 @@ class DuplicateStore(Connection):
     def cluster_of(self, key: str) -> dict | None:
         """The cluster a page belongs to: its original (by page id, URL, or the URL of one of its copies)
         and every recorded copy with how it was found. None when nothing is known of it."""
-        ids = any_id_form([key])
-        page = self._retry("mongo", self.pages.find_one, {"$or": [{"_id": {"$in": ids}}, {"url": key}]},
-                           {"url": 1, "title": 1, "site": 1})
+        fields = {"url": 1, "title": 1, "site": 1}   # by id, then by URL: one `$or` made SecantusDB read every page
+        page = self._retry("mongo", self.pages.find_one, {"_id": {"$in": any_id_form([key])}}, fields) or \
+            self._retry("mongo", self.pages.find_one, {"url": key}, fields)
         if page is None:
             copy = self._retry("mongo", self.duplicates.find_one, {"url": key}, {"original_id": 1, "original_url": 1})
             if copy is None:

@@ -286,3 +286,16 @@ def test_indexes_are_made_in_one_command_a_collection_and_survive_an_equivalent_
     others = len(INDEXES) - 1
     assert count.names.count("createIndexes") == others + 1 + len(INDEXES["pages"])  # pages: batch, then one by one
     ensure_indexes(store.db)   # idempotent
+
+
+def test_a_cluster_is_found_by_page_id_page_url_or_copy_url(store):
+    """`python -m storage duplicates --of`: one look-up by id, then one by URL (an `$or` of the two made
+    SecantusDB read every page), then the copy records."""
+    orig = store.save_page(page(store, "http://a.test/o", _id=store.new_page_id()))
+    store.record_duplicate({"url": "http://b.test/c", "original_id": orig, "original_url": "http://a.test/o",
+                            "method": "exact", "distance": 0})
+    for key in (orig, "http://a.test/o", "http://b.test/c"):
+        cluster = store.cluster_of(key)
+        assert cluster is not None and cluster["original"]["id"] == orig, (key, cluster)
+        assert [c["url"] for c in cluster["copies"]] == ["http://b.test/c"]
+    assert store.cluster_of("http://a.test/unknown") is None
