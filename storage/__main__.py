@@ -56,9 +56,12 @@ def _mongo_counts(config: StoreConfig, uri: str) -> dict[str, int] | None:
     """Documents per collection from MongoDB alone (Redis may be down: each server reports what it can)."""
     import pymongo
 
+    from .schema import count_all, counts_exactly
+
     client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=1000)
     try:
-        return {n: client[config.db_name][n].count_documents({}) for n in COLLECTIONS}
+        exact = counts_exactly(client)
+        return {n: count_all(client[config.db_name][n], exact) for n in COLLECTIONS}
     except pymongo.errors.PyMongoError:
         return None
     finally:

@@ -2,6 +2,7 @@
 and the local spool that takes writes when a server stays away."""
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -31,7 +32,7 @@ from .errors import StorageUnavailable
 from .identity import lost_key, owner_key
 from .inflight import InFlight
 from .redis_index import RedisSketchIndex, SimHashIndex, delete_matching, glob_escape
-from .schema import ensure_indexes
+from .schema import count_all, counts_exactly, ensure_indexes
 from .spool import Spool
 
 log = logging.getLogger(__name__)
@@ -444,7 +445,14 @@ class Connection:
 
     def counts(self) -> dict[str, int]:
         """Documents in each collection."""
-        return {name: self._retry("mongo", self.db[name].count_documents, {}) for name in COLLECTIONS}
+        return {name: self._retry("mongo", lambda c=self.db[name]: count_all(c, self.count_is_exact))
+                for name in COLLECTIONS}
+
+    @functools.cached_property
+    def count_is_exact(self) -> bool:
+        """Whether this MongoDB's `count` of a collection is exact (schema.counts_exactly), asked once; read
+        inside a retried call or a status's try (a server away raises PyMongoError, and nothing is cached)."""
+        return counts_exactly(self.mongo)
 
     def drop_all(self) -> None:
         """Delete this store's database, every Redis key under its prefix and its spool (tests, resets)."""

@@ -2,7 +2,6 @@
 written while a server was away is replayed by storage/replay.py."""
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import time
@@ -20,7 +19,7 @@ from .pages import PageStore
 from .redis_index import decode_id, exact_key_parts, used_memory
 from . import replay
 from .replay import dedup_doc
-from .schema import id_age_seconds, to_date, to_oid, to_unsigned64
+from .schema import count_all, id_age_seconds, to_date, to_oid, to_unsigned64
 
 log = logging.getLogger(__name__)
 LOST_ALLOWANCE = 100   # pages the index may count beyond MongoDB's (in flight: indexed, not saved yet), +1%
@@ -49,17 +48,8 @@ class MaintenanceStore(DedupStore, PageStore):
             self._retry("mongo", self.duplicates.count_documents, {"replaced_by_earlier": True, "index_alias": True})
 
     def _page_count(self) -> int:
-        """MongoDB's pages, exactly. SecantusDB's `count` command counts the collection's rows without decoding
-        them: 0.15-0.3 s for 10,000 pages, where `count_documents`' aggregation decodes each (1.0-1.2 s), at
-        every store open. A MongoDB's `count` reads metadata an unclean shutdown can leave off: there, count."""
-        if self._count_is_exact:
-            return self._retry("mongo", self.pages.estimated_document_count)
-        return self._retry("mongo", self.pages.count_documents, {})
-
-    @functools.cached_property
-    def _count_is_exact(self) -> bool:
-        """Whether the server's `count` of a collection is exact (SecantusDB says it is in its buildInfo)."""
-        return "secantusVersion" in self._retry("mongo", self.mongo.admin.command, "buildInfo")
+        """MongoDB's pages, exactly, at every store open (schema.count_all: no page decoded on SecantusDB)."""
+        return self._retry("mongo", lambda: count_all(self.pages, self.count_is_exact))
 
     def rebuild_index(self) -> int:
         """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change), one process at a time."""
@@ -384,7 +374,7 @@ class MaintenanceStore(DedupStore, PageStore):
                 entry.update(ok=False, error=f"{type(e).__name__}: {e}")
             out[name] = entry
         try:
-            out["counts"] = {n: self.db[n].count_documents({}) for n in COLLECTIONS}
+            out["counts"] = {n: count_all(self.db[n], self.count_is_exact) for n in COLLECTIONS}
             out["counts"]["undecided"] = self.pages.count_documents({"undecided": True})   # waiting for a replay
         except PyMongoError as e:
             out["counts"] = None

@@ -69,6 +69,19 @@ def create_indexes(collection: Any, specs: Iterable[tuple[Any, bool]]) -> None:
             log.debug("index %s on %s not created: %s", keys, collection.name, e)
 
 
+def counts_exactly(client: Any) -> bool:
+    """Whether the server's `count` of a whole collection is exact: SecantusDB counts its rows (its buildInfo
+    names it); a MongoDB reads metadata that an unclean shutdown can leave off."""
+    return "secantusVersion" in client.admin.command("buildInfo")
+
+
+def count_all(collection: Any, exact: bool) -> int:
+    """Documents in a collection: the `count` command where it is exact (rows counted, none decoded: 0.13-0.17 s
+    for 10,000 pages), else `count_documents`, whose aggregation SecantusDB answers by decoding every document
+    (0.8-1.2 s for the same pages)."""
+    return collection.estimated_document_count() if exact else collection.count_documents({})
+
+
 def now() -> dt.datetime:
     """Timezone-aware UTC now (what every timestamp field holds)."""
     return dt.datetime.now(dt.timezone.utc)
