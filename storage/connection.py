@@ -445,8 +445,11 @@ class Connection:
 
     def counts(self) -> dict[str, int]:
         """Documents in each collection."""
-        return {name: self._retry("mongo", lambda c=self.db[name]: count_all(c, self.count_is_exact))
-                for name in COLLECTIONS}
+        return {name: self.count(name) for name in COLLECTIONS}
+
+    def count(self, name: str) -> int:
+        """Documents in one collection, exactly (schema.count_all: none decoded on SecantusDB)."""
+        return self._retry("mongo", lambda: count_all(self.db[name], self.count_is_exact))
 
     @functools.cached_property
     def count_is_exact(self) -> bool:

@@ -44,12 +44,8 @@ class MaintenanceStore(DedupStore, PageStore):
         """Index entries MongoDB implies (`_indexable`): kept pages, and displaced ones whose own entry answers
         for the page that stands (`index_alias`, read from the index when the page moved: one entry when the
         two share their fingerprint, none when the displaced page's entry was not its own)."""
-        return self._page_count() + \
+        return self.count("pages") + \
             self._retry("mongo", self.duplicates.count_documents, {"replaced_by_earlier": True, "index_alias": True})
-
-    def _page_count(self) -> int:
-        """MongoDB's pages, exactly, at every store open (schema.count_all: no page decoded on SecantusDB)."""
-        return self._retry("mongo", lambda: count_all(self.pages, self.count_is_exact))
 
     def rebuild_index(self) -> int:
         """Rebuild the Redis indexes from MongoDB (after a Redis loss or a parameter change), one process at a time."""

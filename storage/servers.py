@@ -410,8 +410,8 @@ def stop(var_dir: str | os.PathLike, names: tuple[str, ...] = NAMES) -> dict[str
     with server_lock(var):
         for name in names:
             pid = _recorded(var, name, name, var / name)
-            port = _read_int(_run_dir(var) / f"{name}.port")
-            if name == "redis" and pid and port:   # the next start loads what the data needs, not its history
+            port = _read_int(_run_dir(var) / "redis.port") if name == "redis" and pid else None
+            if port:   # the next start loads what the data needs, not its history
                 redis_log.compact(port, credentials(var, create=False).get(name), wait=STOP_REWRITE_WAIT)
             # SIGTERM is a clean shutdown for both (Redis fsyncs its append-only file first).
             kill_all([pid] if pid else [], name)

@@ -11,15 +11,20 @@ from storage.matchlist import MatchQuery
 
 
 class CommandNames(monitoring.CommandListener):
-    """The names of the commands a client sends, to one collection or to any."""
+    """The names of the commands a client sends, to one collection or to any, and its reads with what they
+    select (command, filter or pipeline)."""
 
     def __init__(self, collection: str | None = None) -> None:
         self.collection = collection
         self.names: list[str] = []
+        self.reads: list[tuple[str, object]] = []
 
     def started(self, event) -> None:
         if self.collection is None or event.command.get(event.command_name) == self.collection:
             self.names.append(event.command_name)
+            if event.command_name in ("find", "aggregate", "count"):
+                c = event.command
+                self.reads.append((event.command_name, c.get("filter", c.get("pipeline", c.get("query")))))
 
     def succeeded(self, event) -> None:
         pass
@@ -219,24 +224,6 @@ def test_pages_the_crawl_found_new_are_inserted_without_a_look_up(store, monkeyp
     assert store.db.pages.count_documents({}) == 6
 
 
-class PageReads(monitoring.CommandListener):
-    """The reads a client sends to `pages`: (command, its filter or pipeline)."""
-
-    def __init__(self) -> None:
-        self.reads: list[tuple[str, object]] = []
-
-    def started(self, event) -> None:
-        if event.command.get(event.command_name) == "pages" and event.command_name in ("find", "aggregate", "count"):
-            c = event.command
-            self.reads.append((event.command_name, c.get("filter", c.get("pipeline", c.get("query")))))
-
-    def succeeded(self, event) -> None:
-        pass
-
-    def failed(self, event) -> None:
-        pass
-
-
 def test_a_store_open_reads_pages_only_through_their_indexes(store, store_config, monkeypatch):
     """Every crawl opens the store before its first request. SecantusDB reads every page for a filter with
     `$ne` or `$or` (its planner then uses no index, even with an `_id`) and for an aggregation that counts
@@ -249,7 +236,7 @@ def test_a_store_open_reads_pages_only_through_their_indexes(store, store_config
     pid = store.new_page_id()   # indexed and saved, as a crawl leaves it: the open has nothing to repair
     store.check_and_insert(pid, "e" * 32, 2**63 + 5)
     store.save_page(page(store, "http://a.test/open", _id=pid, content_hash="e" * 32, simhash=2**63 + 5))
-    reads = PageReads()
+    reads = CommandNames("pages")
     client_class = pymongo.MongoClient
     monkeypatch.setattr(pymongo, "MongoClient", lambda *a, **kw: client_class(
         *a, **{**kw, "event_listeners": [*kw.get("event_listeners", ()), reads]}))
