@@ -182,6 +182,11 @@ def _bloat_redis(var: Path) -> tuple[redis.Redis, bytes]:
         for _ in range(3000):
             pipe.set("story", value)
         pipe.execute()
+    # With `appendfsync everysec` Redis may hold its writes back for up to 2 s while an fsync is slow (a busy
+    # disk): wait until it has written them, as it would have by a crawl's end
+    deadline = time.monotonic() + 60
+    while client.info("persistence")["aof_current_size"] <= 12_000_000 and time.monotonic() < deadline:
+        time.sleep(0.05)
     return client, value
 
 
