@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import sys
 import time
@@ -47,11 +48,17 @@ NAMES = ("redis", "mongo")
 START_TIMEOUT = 30.0
 STOP_REWRITE_WAIT = 30.0   # seconds a stop waits for Redis to rewrite an append-only file of mostly history
 GRACE = 15.0             # seconds a recorded server that is alive but silent gets to answer
+PORT_ATTEMPTS = 3          # ports a start tries when another process binds the one chosen before the server does
 PROVISION = "mongo-provision"   # run/ files of the provisioning server an older version started first
 PROVISIONED = ".zhdedup-auth"   # in SecantusDB's data directory once its user is stored
 MONGO_USER = "zhdedup"
 CREDENTIALS = "credentials.json"
 DAEMON = Path(__file__).with_name("secantus_daemon.py")
+logger = logging.getLogger(__name__)
+
+
+class PortTaken(StorageUnavailable):
+    """The port chosen for a server was bound by another process between the choice and the server's bind."""
 
 
 @dataclass
@@ -325,8 +332,16 @@ def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
     log = var_dir / "log" / f"{name}.log"
     conf = _redis_conf(var_dir, secret) if name == "redis" else None
     provision = name == "mongo" and not (data_dir / PROVISIONED).exists()
-    cmd = _command(name, port, data_dir.resolve(), conf, var_dir / CREDENTIALS if provision else None)
-    pid = _start(cmd, name, port, secret, log, var_dir, name)
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        cmd = _command(name, port, data_dir.resolve(), conf, var_dir / CREDENTIALS if provision else None)
+        try:
+            pid = _start(cmd, name, port, secret, log, var_dir, name)
+            break
+        except PortTaken:
+            if attempt == PORT_ATTEMPTS:
+                raise
+            logger.warning("%s: port %d was taken before the server could listen on it; trying another", name, port)
+            port = free_port()
     if name == "redis":   # in the background: the server answers meanwhile
         redis_log.compact(port, secret)
     if provision:   # it answered with the password: its user is on disk
@@ -338,6 +353,7 @@ def _ensure_locked(var_dir: Path, name: str) -> ServerInfo:
 
 def _start(cmd: list[str], name: str, port: int, secret: str | None, log: Path, var_dir: Path, key: str) -> int:
     """Spawn a server, record it as run/<key>.pid/.port at once, wait until it answers; a clear error if not."""
+    offset = log.stat().st_size if log.exists() else 0
     pid = spawn(cmd, log.resolve())
     _record(var_dir, key, pid, port)
     _import_driver(name)   # while the server starts, not after it listens (pymongo: ~0.15 s of a cold start)
@@ -346,12 +362,22 @@ def _start(cmd: list[str], name: str, port: int, secret: str | None, log: Path, 
         if not pid_alive(pid, name) or time.monotonic() > deadline:
             kill_all([pid], name)
             _clean(var_dir, key)
-            tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
-            raise StorageUnavailable(
-                "Redis" if name == "redis" else "MongoDB (SecantusDB)",
-                f"the embedded server did not start on 127.0.0.1:{port}; see {log}\n{tail}")
+            written = _read_from(log, offset)
+            error = PortTaken if "address already in use" in written.lower() else StorageUnavailable
+            raise error("Redis" if name == "redis" else "MongoDB (SecantusDB)",
+                        f"the embedded server did not start on 127.0.0.1:{port}; see {log}\n{written[-800:]}")
         time.sleep(0.01)   # a refused connection costs next to nothing: the server is seen as soon as it listens
     return pid
+
+
+def _read_from(log: Path, offset: int) -> str:
+    """What a server wrote to its log after `offset` (the log is appended to by every start)."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _import_driver(name: str) -> None:

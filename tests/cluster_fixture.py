@@ -33,12 +33,25 @@ def _ports(n: int) -> list[int]:
     raise RuntimeError("no free port pairs for a Redis Cluster")
 
 
+def _pongs(port: int) -> bool:
+    """Whether a Redis answers PING on the port (a listener that never answers: no)."""
+    try:
+        out = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True, timeout=5)
+    except subprocess.TimeoutExpired:
+        return False
+    return out.stdout.strip() == "PONG"
+
+
 def missing() -> str | None:
     """Why a cluster cannot be started here (None when it can)."""
     for tool in ("redis-server", "redis-cli"):
         if not shutil.which(tool):
             return f"{tool} is not installed (apt-get install redis-server)"
     return None
+
+
+class PortTaken(RuntimeError):
+    """A node's port was bound by another process between its choice and the node's start."""
 
 
 class RedisClusterProcs:
@@ -53,8 +66,20 @@ class RedisClusterProcs:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.ports[0]}/0"
 
-    def start(self, timeout: float = 30.0) -> "RedisClusterProcs":
-        """Start the nodes, join them (no replicas) and wait for cluster_state:ok."""
+    def start(self, timeout: float = 30.0, attempts: int = 3) -> "RedisClusterProcs":
+        """Start the nodes, join them (no replicas) and wait for cluster_state:ok; on other ports again when
+        another process bound one of these first (a port is chosen free, then bound by the node later)."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                self.stop()
+                if attempt == attempts:
+                    raise
+                self.procs, self.ports = [], _ports(MASTERS)
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> "RedisClusterProcs":
         for p in self.ports:
             d = self.root / str(p)
             d.mkdir(parents=True, exist_ok=True)
@@ -65,8 +90,7 @@ class RedisClusterProcs:
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + timeout
         for p in self.ports:
-            while subprocess.run(["redis-cli", "-p", str(p), "ping"], capture_output=True, text=True).stdout.strip() \
-                    != "PONG":
+            while not self._check_alive(p) or not _pongs(p):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"redis-server on port {p} did not start (see {self.root / str(p)})")
                 time.sleep(0.05)
@@ -81,6 +105,18 @@ class RedisClusterProcs:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the Redis Cluster did not reach cluster_state:ok: {states[0]}")
             time.sleep(0.1)
+
+    def _check_alive(self, port: int) -> bool:
+        """True while the node of `port` runs; raises once it has exited (PortTaken when its port was bound
+        first: then what answers on the port is not the node)."""
+        proc = self.procs[self.ports.index(port)]
+        if proc.poll() is None:
+            return True
+        log = self.root / str(port) / "redis.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if "Address already in use" in text:
+            raise PortTaken(f"port {port} was bound by another process first")
+        raise RuntimeError(f"redis-server on port {port} exited with {proc.returncode}: {text[-500:]}")
 
     def stop(self) -> None:
         """Stop the nodes we started."""

@@ -101,3 +101,18 @@ def test_secret_key_generated_once_with_0600(monkeypatch, tmp_path):
     assert load_secret_key() == key and len(key) == 64
     monkeypatch.setenv("ZHDEDUP_SECRET_KEY", "from-env")
     assert load_secret_key() == "from-env"
+
+
+def test_serve_on_a_taken_port_is_one_line_exit_2(cli_env, capsys, monkeypatch):
+    import socket
+
+    monkeypatch.setenv("ZHDEDUP_SECRET_KEY", "s" * 40)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        capsys.readouterr()
+        assert main(["serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: cannot listen on 127.0.0.1:{port}: Address already in use; "
+                   "choose another with --host/--port\n")

@@ -120,30 +120,38 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _served_header(env: dict, root: Path) -> str:
+    """`python -m admin serve` on a free port: the Server header of its login page (another port when another
+    process bound the chosen one first)."""
+    import urllib.request
+
+    for _ in range(3):
+        port = _free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "admin", "serve", "--port", str(port)], cwd=root, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while proc.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=2) as resp:
+                        return resp.headers.get("Server", "")
+                except OSError:
+                    assert time.monotonic() < deadline, "admin serve did not answer in 30 s"
+                    time.sleep(0.2)
+            output = proc.stdout.read() if proc.stdout else ""
+            assert "already in use" in output, output
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    raise AssertionError("three ports taken in a row")
+
+
 def test_serve_runs_waitress_not_the_development_server(store_config, tmp_path):
-    port = _free_port()
     env = {**os.environ, "MONGO_URI": store_config.mongo_uri, "REDIS_URL": store_config.redis_url,
            "ZHDEDUP_DB": store_config.db_name, "ZHDEDUP_PREFIX": store_config.key_prefix,
            "ZHDEDUP_VAR": str(tmp_path / "var"), "ZHDEDUP_SECRET_KEY": "s" * 40}
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-m", "admin", "serve", "--port", str(port)], cwd=root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        import urllib.request
-
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=2) as resp:
-                    server = resp.headers.get("Server", "")
-                    break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
-                time.sleep(0.2)
-        assert "Werkzeug" not in server and server == "zhdedup"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    server = _served_header(env, Path(__file__).resolve().parents[2])
+    assert "Werkzeug" not in server and server == "zhdedup"
 
 
 def test_evidence_pack_download(client, store):

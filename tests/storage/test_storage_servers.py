@@ -111,6 +111,53 @@ def test_stale_pid_and_port_files_are_cleaned(tmp_path):
     assert not (run / "redis.pid").exists()
 
 
+def _taken_ports(monkeypatch, holders: list[socket.socket], count: int) -> list[int]:
+    """free_port answers `count` ports that listening sockets hold (as another process binding the chosen
+    port before the server does), then real free ones."""
+    taken = []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        holders.append(s)
+        taken.append(s.getsockname()[1])
+    answers = iter(taken)
+    monkeypatch.setattr(srv, "free_port", lambda: next(answers, None) or processes.free_port())
+    return taken
+
+
+@pytest.mark.parametrize("name", ["redis", "mongo"])
+def test_a_port_taken_before_the_server_binds_it_is_replaced(tmp_path, monkeypatch, caplog, name):
+    """Another process may bind the chosen port before the server does (a test suite's client sockets took
+    one from Redis on a busy machine): the start tries another port instead of failing."""
+    var, holders = tmp_path / "var", []
+    try:
+        taken = _taken_ports(monkeypatch, holders, 1)
+        started = srv.ensure(var, name)
+        assert started.running and started.port != taken[0]
+        assert int((var / "run" / f"{name}.port").read_text()) == started.port
+        assert f"port {taken[0]} was taken" in caplog.text
+        assert srv.ensure(var, name).pid == started.pid
+    finally:
+        srv.stop(var)
+        for s in holders:
+            s.close()
+
+
+def test_a_start_whose_every_port_is_taken_says_so(tmp_path, monkeypatch):
+    var, holders = tmp_path / "var", []
+    try:
+        taken = _taken_ports(monkeypatch, holders, srv.PORT_ATTEMPTS)
+        with pytest.raises(srv.StorageUnavailable, match="Address already in use") as err:
+            srv.ensure(var, "redis")
+        assert f"127.0.0.1:{taken[-1]}" in str(err.value)
+        assert not (var / "run" / "redis.pid").exists()
+    finally:
+        srv.stop(var)
+        for s in holders:
+            s.close()
+
+
 def test_cli_errors_are_one_line(tmp_path, servers):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
