@@ -152,3 +152,12 @@ def store(store_config) -> Iterator[Any]:
             st.drop_all()
         finally:
             st.close()
+
+
+@pytest.fixture
+def dead_port() -> Iterator[int]:
+    """A loopback port nothing listens on, held bound (not listening) for the test: connections to it are
+    refused, and no server another test starts meanwhile can take it (a port merely found free can be)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]

@@ -155,17 +155,13 @@ def test_a_dupefilter_whose_client_cannot_be_made_at_open_waits_then_says_so(tmp
         srv.stop(tmp_path / "var")
 
 
-def test_a_scheduler_whose_cluster_client_cannot_be_made_waits_then_says_so():
+def test_a_scheduler_whose_cluster_client_cannot_be_made_waits_then_says_so(dead_port):
     """The scheduler's own client is made before open (scrapy-redis's from_crawler): a Redis Cluster node away
     then (a wipe, a restart) crashed the crawler with 'Engine slot not assigned' (invariant seed 1407). It waits
     like any outage; a node that stays away ends in CrawlCannotStart (one line, exit 2)."""
-    import socket
-
     from pipelines.errors import CrawlCannotStart
 
-    with socket.socket() as s:   # a loopback port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        url = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    url = f"redis://127.0.0.1:{dead_port}/0"
     settings = {**distributed_settings(url, "tout:", idle_close_seconds=0),
                 "REQUEST_FINGERPRINTER_CLASS": "crawler.urls.CanonicalRequestFingerprinter",
                 "DISTRIBUTED_REDIS_OUTAGE_SECONDS": 1.0}

@@ -45,15 +45,11 @@ def test_servers_refuse_clients_without_the_generated_passwords(servers):
     assert creds["redis"] not in cmdline  # not visible in `ps`
 
 
-def test_a_server_that_does_not_answer_is_named_without_its_password(servers, tmp_path):
+def test_a_server_that_does_not_answer_is_named_without_its_password(servers, tmp_path, dead_port):
     """The one-line error of a store that cannot open reaches logs and terminals: no password in it."""
-    import socket
-
     from storage import StorageUnavailable, StoreConfig, open_store
 
-    with socket.socket() as s:                     # a loopback port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = dead_port
     config = StoreConfig(mongo_uri=servers.mongo_uri, redis_url=f"redis://:s3cret-Pw@127.0.0.1:{port}/0",
                          var_dir=str(tmp_path / "var"), db_name="t_pw", key_prefix="tpw:", timeout_seconds=1.0)
     with pytest.raises(StorageUnavailable) as info:

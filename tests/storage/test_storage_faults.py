@@ -130,12 +130,8 @@ def test_mongo_sigkill_spools_writes_and_replays(var):
         st.close()
 
 
-def test_down_at_start_gives_one_clear_message(var, tmp_path):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_down_at_start_gives_one_clear_message(var, tmp_path, dead_port):
+    port = dead_port
     c = cfg(var, mongo_uri=f"mongodb://127.0.0.1:{port}/?directConnection=true",
             redis_url=srv.info(var, "redis").uri)
     t0 = time.monotonic()

@@ -158,10 +158,8 @@ def test_a_start_whose_every_port_is_taken_says_so(tmp_path, monkeypatch):
             s.close()
 
 
-def test_cli_errors_are_one_line(tmp_path, servers):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_cli_errors_are_one_line(tmp_path, servers, dead_port):
+    port = dead_port
     e = env(tmp_path)
     e.update(MONGO_URI=f"mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=500", REDIS_URL=servers.redis_url)
     t0 = time.monotonic()
