@@ -11,13 +11,18 @@ replacing a user of that name (credentials restored from a backup: a new passwor
 disk before the server accepts its first connection: a server that answers with the password has its
 user on disk, and a SIGKILL loses nothing of it.
 
-It also memoises SecantusDB's index catalog for the length of one command (`memo_index_catalog`).
+It also memoises SecantusDB's index catalog for the length of one command (`memo_index_catalog`), and
+defers its geo modules (shapely, numpy, s2sphere: ~0.2 s of every start) until a geo query or index uses
+them (`defer_geo`); this product sends none.
 """
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import sys
 import threading
+import types
 from typing import Any, Callable, Iterator
 
 ROLES = [{"role": "root", "db": "admin"}]
@@ -124,6 +129,77 @@ def memo_index_catalog() -> CatalogMemo:
     return memo
 
 
+# The names SecantusDB 0.7's modules import from its geo modules when they load: all functions, each
+# called only for a geo index or a geo query operator (the other names are imported inside functions).
+GEO_FUNCTIONS = {
+    "secantus.geo": ("parse_doc_geometry", "parse_query_geometry", "validate_coordinates"),
+    "secantus.geo_index": ("encode_cell", "planar_2d_covering_ranges", "planar_2d_index_for_point",
+                           "s2_doc_covering", "s2_query_covering"),
+}
+
+
+class GeoError(ValueError):
+    """Malformed query geometry. Surfaced as ``BadValue`` to the client."""   # secantus.geo's own, kept
+
+
+GeoError.__module__ = "secantus.geo"
+
+
+class DeferredModule(types.ModuleType):
+    """A module whose code runs in it at the first use of a name it does not hold yet.
+
+    Its functions in GEO_FUNCTIONS are held as stand-ins that run the code, then call the real function;
+    any other name runs the code first. GeoError is made here, before the code runs, and stays this class
+    afterwards, so an `except GeoError` written before the load catches what the code raises."""
+
+    def __init__(self, name: str, spec: importlib.machinery.ModuleSpec) -> None:
+        super().__init__(name)
+        self.__dict__.update(_deferred_spec=spec, _deferred_lock=threading.RLock(), _deferred_done=False)
+        for fn in GEO_FUNCTIONS.get(name, ()):
+            setattr(self, fn, self._stand_in(fn))
+        if name == "secantus.geo":
+            self.GeoError = GeoError
+
+    def _stand_in(self, fn: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._load()
+            return self.__dict__[fn](*args, **kwargs)
+        call.__name__ = call.__qualname__ = fn
+        return call
+
+    def _load(self) -> None:
+        with self._deferred_lock:
+            if self._deferred_done:
+                return
+            self._deferred_done = True
+            kept = self.__dict__.get("GeoError")
+            spec = self._deferred_spec
+            self.__spec__, self.__file__, self.__loader__ = spec, spec.origin, spec.loader
+            spec.loader.exec_module(self)
+            if kept is not None:
+                self.GeoError = kept
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or self.__dict__.get("_deferred_done", True):
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        self._load()
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
+
+
+def defer_geo() -> None:
+    """Put DeferredModule stand-ins of SecantusDB's geo modules in sys.modules, before SecantusDB imports."""
+    package = importlib.util.find_spec("secantus")
+    if package is None or package.submodule_search_locations is None or "secantus" in sys.modules:
+        return
+    for name in GEO_FUNCTIONS:
+        spec = importlib.machinery.PathFinder.find_spec(name, package.submodule_search_locations)
+        if spec is not None and spec.loader is not None:
+            sys.modules[name] = DeferredModule(name, spec)
+
+
 def split_args(args: list[str]) -> tuple[str | None, str | None, list[str]]:
     """(--user, --credentials, the rest for SecantusDB's own command line)."""
     rest, found = [], {"--user": None, "--credentials": None}
@@ -138,6 +214,7 @@ def split_args(args: list[str]) -> tuple[str | None, str | None, list[str]]:
 
 def main(args: list[str]) -> int:
     """SecantusDB's command line, its server class provisioning `--user` first when asked to."""
+    defer_geo()
     from secantus import cli
 
     user, credentials_file, rest = split_args(args)

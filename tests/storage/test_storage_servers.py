@@ -287,3 +287,50 @@ def test_an_append_only_file_the_size_of_its_data_is_left_alone():
     assert not mostly_history(big, used_memory=2 * SLACK)
     assert not mostly_history({"aof_enabled": 1, "aof_current_size": SLACK}, used_memory=0)
     assert not mostly_history({"aof_enabled": 0, "aof_current_size": 3 * SLACK}, used_memory=0)
+
+
+def _geo_answers(db) -> list:
+    """What a server answers to geo indexes, queries and mistakes (ids, orders, error codes)."""
+    db.places.create_index([("loc", "2dsphere")])
+    db.flat.create_index([("xy", "2d")])
+    points = [(116.40, 39.90), (121.47, 31.23), (113.26, 23.13), (116.41, 39.91), (104.07, 30.67)]
+    db.places.insert_many([{"_id": i, "loc": {"type": "Point", "coordinates": list(p)}} for i, p in enumerate(points)])
+    db.flat.insert_many([{"_id": i, "xy": list(p)} for i, p in enumerate(points)])
+    out = [sorted(d["_id"] for d in db.places.find({"loc": {"$geoWithin": {"$centerSphere": [[116.4, 39.9], 0.01]}}})),
+           [d["_id"] for d in db.places.find({"loc": {"$near": {"$geometry": {"type": "Point",
+                                                                              "coordinates": [116.4, 39.9]}}}})],
+           sorted(d["_id"] for d in db.flat.find({"xy": {"$geoWithin": {"$box": [[110, 25], [120, 40]]}}}))]
+    for bad in ({"loc": {"$geoWithin": {"$box": [1]}}}, {"loc": {"$geoWithin": {"$centerSphere": [[0, 0], -1]}}}):
+        with pytest.raises(pymongo.errors.OperationFailure) as err:
+            list(db.places.find(bad))
+        out.append((err.value.code, err.value.details.get("errmsg")))
+    with pytest.raises(pymongo.errors.OperationFailure) as err:
+        db.places.insert_one({"_id": 99, "loc": {"type": "Point", "coordinates": [500, 500]}})
+    out.append(err.value.code)
+    return out
+
+
+def test_secantus_defers_its_geo_modules_and_answers_geo_as_without(tmp_path):
+    """The daemon starts SecantusDB without shapely, numpy and s2sphere (~0.2 s of every start); a geo index
+    or query loads them, and the answers are those of SecantusDB started by its own command line."""
+    var = tmp_path / "var"
+    try:
+        mongo = srv.ensure(var, "mongo")
+        maps = Path(f"/proc/{mongo.pid}/maps")
+        assert not {"shapely", "numpy"} & set(maps.read_text().replace("/", " ").split())
+        with pymongo.MongoClient(mongo.uri, serverSelectionTimeoutMS=10_000) as client:
+            answers = _geo_answers(client["geo"])
+        assert "shapely" in maps.read_text()
+    finally:
+        srv.stop(var, ("mongo",))
+    port = processes.free_port()
+    plain = subprocess.Popen([sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port", str(port),
+                              "--storage-path", str(tmp_path / "plain"), "--standalone", "--log-level", "WARNING"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true",
+                                 serverSelectionTimeoutMS=30_000) as client:
+            assert _geo_answers(client["geo"]) == answers
+    finally:
+        plain.terminate()
+        plain.wait(30)
