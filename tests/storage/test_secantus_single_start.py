@@ -89,3 +89,16 @@ def test_restored_credentials_re_key_the_existing_user(var, spawned):
     assert "--user" in spawned[-1] and got.secret == "a-restored-password-0123456789"
     assert works(got.uri)
     assert not works(srv.server_uri("mongo", got.port, creds["mongo"]))
+
+
+def test_the_wiredtiger_calibration_leaves_no_database_behind(tmp_path: Path):
+    """The daemon's head start on WiredTiger's clock calibration opens a throwaway database in TMPDIR."""
+    import subprocess
+    import sys
+
+    code = ("import runpy, sys; d = runpy.run_path(sys.argv[1], run_name='secantus_daemon'); "
+            "t = d['calibrate_wiredtiger'](); t.join(60); print(t.is_alive())")
+    out = subprocess.run([sys.executable, "-c", code, str(srv.DAEMON)], env={**os.environ, "TMPDIR": str(tmp_path)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+    assert list(tmp_path.iterdir()) == []
