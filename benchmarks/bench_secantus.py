@@ -7,8 +7,9 @@ Each round starts each daemon on a fresh data dir (the product's arguments but -
 indexes on pages, duplicates and demotions, and runs one mix from three client threads (a crawl's store threads):
 a 3-page insert_many, two marker finds by _id, a find by url, an $in find, an upsert, an update_many, a marker
 insert and a delete (the displacement and save commands of a crawl; 10 commands an iteration). The figure is the
-server process's CPU time (user + system, from /proc) over those commands. The baseline's daemon is read from git
-(it needs only SecantusDB and the standard library).
+server process's CPU time (user + system, from /proc) over those commands. Each start is timed too: from the
+process's spawn to the moment its port accepts a connection (a fresh data dir, as a crawl's first start on a new
+var/). The baseline's daemon is read from git (it needs only SecantusDB and the standard library).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from pathlib import Path
 import pymongo
 
 from pipelines._workers import process_cpu_seconds
-from storage.processes import free_port
+from storage.processes import free_port, port_listens
 
 ROOT = Path(__file__).resolve().parents[1]
 DAEMON = ROOT / "storage" / "secantus_daemon.py"
@@ -57,15 +58,19 @@ def _mix(db, thread: int, iterations: int) -> None:
         db.demotions.delete_one({"_id": k + "z"})
 
 
-def server_ms_per_command(daemon: Path, per_thread: int, threads: int = 3) -> tuple[float, float]:
-    """(server CPU milliseconds a command of the mix, wall milliseconds a command per client thread), on a
-    fresh daemon started from `daemon`."""
+def server_ms_per_command(daemon: Path, per_thread: int, threads: int = 3) -> tuple[float, float, float]:
+    """(server CPU milliseconds a command of the mix, wall milliseconds a command per client thread, seconds
+    from the spawn until the port accepted a connection), on a fresh daemon started from `daemon`."""
     with tempfile.TemporaryDirectory(prefix="zhdedup-bench-secantus-") as data:
         port = free_port()
         proc = subprocess.Popen([sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv.pop(1), "
                                  "run_name='__main__')", str(daemon), "--host", "127.0.0.1", "--port", str(port),
                                  "--storage-path", data, "--cache-size", "256M", "--log-level", "WARNING",
                                  "--standalone"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spawned = time.monotonic()
+        while not port_listens(port) and proc.poll() is None and time.monotonic() - spawned < 60:
+            time.sleep(0.005)
+        start = time.monotonic() - spawned
         client = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}", serverSelectionTimeoutMS=30000)
         try:
             db = client.bench
@@ -88,7 +93,7 @@ def server_ms_per_command(daemon: Path, per_thread: int, threads: int = 3) -> tu
             proc.terminate()
             proc.wait(timeout=30)
     commands = threads * per_thread * COMMANDS_PER_ITERATION
-    return 1000 * used / commands, 1000 * wall * threads / commands
+    return 1000 * used / commands, 1000 * wall * threads / commands, start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,20 +104,21 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         daemons = {"now": DAEMON, args.baseline: daemon_of(args.baseline, Path(tmp))}
-        figures: dict[str, list[tuple[float, float]]] = {name: [] for name in daemons}
+        figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in daemons}
         for r in range(args.rounds):
             for name, path in (daemons.items() if r % 2 == 0 else reversed(list(daemons.items()))):
                 figures[name].append(server_ms_per_command(path, args.per_thread))
-                cpu, wall = figures[name][-1]
-                print(f"round {r + 1} {name:<10} server CPU {cpu:.3f} ms, client wall {wall:.3f} ms a command",
-                      flush=True)
+                cpu, wall, start = figures[name][-1]
+                print(f"round {r + 1} {name:<10} start {start:.3f} s, server CPU {cpu:.3f} ms, client wall {wall:.3f} "
+                      "ms a command", flush=True)
     print(f"\nSecantusDB per command, crawl-like mix, 3 client threads, {args.rounds} interleaved rounds, medians "
           "[ranges]:")
     for name, values in figures.items():
-        cpu, wall = [v[0] for v in values], [v[1] for v in values]
-        print(f"{name:<10} server CPU {statistics.median(cpu):.3f} ms [{min(cpu):.3f}-{max(cpu):.3f}], "
+        cpu, wall, start = ([v[i] for v in values] for i in range(3))
+        print(f"{name:<10} start {statistics.median(start):.3f} s [{min(start):.3f}-{max(start):.3f}], "
+              f"server CPU {statistics.median(cpu):.3f} ms [{min(cpu):.3f}-{max(cpu):.3f}], "
               f"client wall {statistics.median(wall):.3f} ms [{min(wall):.3f}-{max(wall):.3f}]")
-    for i, what in enumerate(("server CPU", "client wall")):
+    for i, what in enumerate(("server CPU", "client wall", "start")):
         base = statistics.median(v[i] for v in figures[args.baseline])
         now = statistics.median(v[i] for v in figures["now"])
         print(f"{what}: now / {args.baseline} {now / base:.2f}")
