@@ -139,8 +139,9 @@ GEO_FUNCTIONS = {
 }
 
 
+# secantus.geo's exception, made before that module's code runs and kept as its GeoError afterwards.
 class GeoError(ValueError):
-    """Malformed query geometry. Surfaced as ``BadValue`` to the client."""   # secantus.geo's own, kept
+    """Malformed query geometry. Surfaced as ``BadValue`` to the client."""
 
 
 GeoError.__module__ = "secantus.geo"
