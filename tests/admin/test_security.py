@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 from admin import create_app
 from admin.auth import LoginLimiter
 from admin.cli import main
+from storage.processes import free_port
 from tests.admin.conftest import login
 
 RAW = '<html><head><meta charset="gbk"><title>第一回</title></head><body><p>滚滚长江东逝水</p></body></html>'
@@ -114,19 +114,13 @@ def test_no_store_and_secure_cookie_setting(store, reviewer, monkeypatch):
     assert c.get("/matches/").headers["Cache-Control"] == "no-store"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _served_header(env: dict, root: Path) -> str:
     """`python -m admin serve` on a free port: the Server header of its login page (another port when another
     process bound the chosen one first)."""
     import urllib.request
 
     for _ in range(3):
-        port = _free_port()
+        port = free_port()
         proc = subprocess.Popen([sys.executable, "-m", "admin", "serve", "--port", str(port)], cwd=root, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:

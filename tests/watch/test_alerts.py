@@ -3,7 +3,6 @@ retried with backoff through Scrapy's downloader; an unreachable webhook never s
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -44,13 +43,6 @@ class Hook:
         self.server.server_close()
 
 
-def free_port() -> int:
-    """A port nobody listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def plant(store, pirate) -> tuple[str, str]:
     """A TOC with one unregistered chapter and one copying a registered work: (chapter URL, work id)."""
     works = register_works(store)
@@ -80,10 +72,10 @@ def test_new_match_posts_to_webhook_with_retry(store, watcher, pirate):
     assert "NEW MATCH" not in run.log
 
 
-def test_unreachable_webhook_gives_up_with_an_error_line(store, watcher, pirate):
+def test_unreachable_webhook_gives_up_with_an_error_line(store, watcher, pirate, dead_port):
     url, _ = plant(store, pirate)
     run = watcher("--rounds", "1", pirate.toc_url,
-                  settings=[f"ZHDEDUP_ALERT_WEBHOOK=http://127.0.0.1:{free_port()}/hook", "ZHDEDUP_ALERT_BACKOFF=0.1",
+                  settings=[f"ZHDEDUP_ALERT_WEBHOOK=http://127.0.0.1:{dead_port}/hook", "ZHDEDUP_ALERT_BACKOFF=0.1",
                             "ZHDEDUP_ALERT_RETRIES=2"])
     assert f"failed 3 times" in run.log and f"alert for {url} not delivered" in run.log
     assert store.db.matches.find_one({"suspect_url": url}) is not None
