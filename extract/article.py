@@ -41,6 +41,7 @@ import lxml.html
 from extract.cells import split_cells
 from extract.boilerplate import RELATED_HEAD, clean_lines, credit_fields, is_footer, strip_edges
 from extract.pagehead import trim_nav_runs
+from extract.limits import MAX_BYTES, MIN_CHARS
 from extract.linklists import DUMP_DENSITY, drop_link_runs, dump_link_share, link_density
 from extract.tails import HEADLINE_LINK, is_headline_link
 from extract.dom import SENTENCE_END, Page, anchor_texts, cjk_count, container_lines, load, visible_len, walk
@@ -49,9 +50,6 @@ from extract.script import is_traditional, restore, to_simplified
 from extract.sniff import binary_reason, is_empty
 from extract.version import EXTRACT_VERSION
 
-MAX_BYTES = 2_000_000       # inputs are cut here (after dropping <script>/<style>) before decoding/parsing;
-                            # the largest real page in the shared data is 0.77 MB, most of it CSS
-MIN_CHARS = 50              # fewer non-space characters than this: no article body
 SECOND_OPINION_CHARS = 300  # a first-pass body shorter than this gets a second opinion
 LINK_DENSE = 0.3            # bodies with this share of link text get a second opinion
 PROSE_PUNCT = 3              # a text block with fewer punctuation marks is not running text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extract.article import MAX_BYTES, MIN_CHARS, NotArticle, extract
+from extract.limits import MAX_BYTES, MIN_CHARS
 
 FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author", "author"),
           ("language", "language"), ("encoding", "encoding"), ("original_title", "original_title"),
@@ -15,6 +15,8 @@ FIELDS = (("title", "title"), ("text", "text"), ("published", "date"), ("author"
 def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | None, min_chars: int, fast: bool,
                    max_bytes: int) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
     """(item fields, None) or (None, (reason, message)): plain values, so a worker process can return them."""
+    from extract.article import NotArticle, extract   # here: the crawler process imports this module too
+
     try:
         result = extract(body, url=url, headers=headers, profile=profile, min_chars=min_chars, fast=fast,
                          max_bytes=max_bytes)

@@ -38,7 +38,9 @@ _ATTR = "_zhdedup_workers"
 SETTINGS = ("ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS")
 READ_BYTES = 1 << 20    # most bytes read from a worker's socket at once
 CLOSE_SECONDS = 5.0     # how long a closing pool waits for a worker to exit before it kills it
-PRELOAD = ("pipelines.worker_process", "pipelines._worker_tasks", "pipelines._forkserver_exit")  # in that order
+# in that order; the extractor is preloaded by name: pipelines._worker_tasks imports it only at its first use,
+# because the crawler process imports that module too and never extracts
+PRELOAD = ("pipelines.worker_process", "pipelines._worker_tasks", "extract.article", "pipelines._forkserver_exit")
 
 
 def usable_cpus() -> int:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 
-from extract.article import MAX_BYTES, MIN_CHARS
+from extract.limits import MAX_BYTES, MIN_CHARS
 from extract.template import HeldTemplates, SiteTemplates
 from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines._worker_tasks import FIELDS, article_fields  # noqa: F401 (FIELDS: kept importable from here)

@@ -1,8 +1,8 @@
 """The pipelines' Scrapy settings and their defaults, declared once: crawler/settings.py imports them all,
 and each pipeline's from_crawler falls back to them when a crawler runs without the project's settings
 (an embedding application, a test's get_crawler). Override any with `scrapy crawl ... -s NAME=VALUE`."""
-from extract.article import MAX_BYTES as _MAX_BYTES
-from extract.article import MIN_CHARS as _MIN_CHARS
+from extract.limits import MAX_BYTES as _MAX_BYTES
+from extract.limits import MIN_CHARS as _MIN_CHARS
 
 __all__ = [
     "EXTRACT_MIN_CHARS", "EXTRACT_FAST", "EXTRACT_MAX_BYTES", "EXTRACT_TEMPLATES", "EXTRACT_TEMPLATE_MIN_PAGES",
