@@ -162,7 +162,7 @@ def compare(reference: dict[str, Any], bodies: list[bytes], url: str) -> tuple[s
     if len(bodies) == 1 and reference.get("raw_sha256") and \
             hashlib.sha256(bodies[0]).hexdigest() == reference["raw_sha256"]:
         return "unchanged", "the page's bytes are identical to the snapshot"
-    from extract import NotArticle, extract
+    from extract.article import NotArticle, extract
 
     if len(bodies) == 1:
         try:

@@ -440,16 +440,3 @@ def test_a_page_that_is_no_article_is_not_dated(monkeypatch: pytest.MonkeyPatch)
     extract(f"<html><body><article>{story}</article></body></html>".encode("utf-8"), url="https://a.example/n/1")
     assert dated == ["https://a.example/n/1"]
 
-
-def test_the_package_gives_its_names_on_first_use():
-    """extract/__init__ imports its modules when a name is asked for (the crawler process needs only dom and
-    pagekind); the names are the modules' own, and a name it does not have is an AttributeError."""
-    import extract
-    import extract.article
-    import extract.template
-
-    assert extract.extract is extract.article.extract and extract.NotArticle is extract.article.NotArticle
-    assert extract.SiteTemplates is extract.template.SiteTemplates
-    assert sorted(name for name in extract.__all__ if getattr(extract, name, None) is None) == []
-    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
-        extract.nothing_here
