@@ -26,9 +26,9 @@ if str(ROOT) not in sys.path:  # `benchmarks` and `tests` importable however pyt
 from benchmarks.shared_data import DATA_DIR  # noqa: E402
 
 # The longest test files, longest first (`pytest --durations`, 2026-11-28, 2-core machine: 20-150 s each). The
-# workers take whole files (`--dist loadfile`) in collection order, so a long file collected last ran alone at
-# the end while the other worker sat idle (2-3 minutes of a 17-minute run). Run first, the short files fill in
-# behind them. Only the order changes; a file missing here runs after these, in its usual order.
+# workers take whole files (`--dist loadfile`) in collection order; handed out longest first, the short files
+# fill in behind them and neither worker is left with a long file while the other has nothing to do. Only the
+# order changes; a file missing here runs after these, in its usual order.
 LONGEST_FIRST = (
     "invariant/test_invariant.py", "admin/test_browser_review.py", "reliability/test_reliability_faults.py",
     "storage/test_storage_dedup.py", "test_cli_errors.py", "benchmarks/test_accuracy_smoke.py",

@@ -439,4 +439,3 @@ def test_a_page_that_is_no_article_is_not_dated(monkeypatch: pytest.MonkeyPatch)
     story = "".join(f"<p>{'这是一段足够长的新闻正文，用来说明文章的日期照常读取。' * 3}</p>" for _ in range(4))
     extract(f"<html><body><article>{story}</article></body></html>".encode("utf-8"), url="https://a.example/n/1")
     assert dated == ["https://a.example/n/1"]
-
