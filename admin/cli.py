@@ -18,22 +18,23 @@ def _serve(args: argparse.Namespace) -> int:
     from admin import create_app
 
     app = create_app()
+    banner = f"zhdedup admin on http://{args.host}:{args.port}/"
+    if args.debug:   # Werkzeug's development server reports a taken address itself
+        print(banner, file=sys.stderr)
+        app.run(host=args.host, port=args.port, debug=True, threaded=True)
+        return 0
+    import logging
+
+    import waitress
+
+    logging.basicConfig()   # as waitress.serve does: its warnings (a full task queue) reach stderr
     try:
-        if args.debug:
-            print(f"zhdedup admin on http://{args.host}:{args.port}/", file=sys.stderr)
-            app.run(host=args.host, port=args.port, debug=True, threaded=True)  # Werkzeug's development server
-            return 0
-        import logging
-
-        import waitress
-
-        logging.basicConfig()   # as waitress.serve does: its warnings (a full task queue) reach stderr
         server = waitress.create_server(app, host=args.host, port=args.port, threads=8, ident="zhdedup")
     except OSError as exc:   # the address: in use, not this machine's, or a port below 1024
         print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another with "
               "--host/--port", file=sys.stderr)
         return 2
-    print(f"zhdedup admin on http://{args.host}:{args.port}/", file=sys.stderr)
+    print(banner, file=sys.stderr)
     server.run()
     return 0
 
