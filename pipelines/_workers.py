@@ -13,6 +13,7 @@ exit too (issue 31).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -21,9 +22,9 @@ import signal
 import socket
 import threading
 from collections import deque
-from multiprocessing import resource_tracker
+from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from scrapy import signals
 
@@ -38,9 +39,10 @@ _ATTR = "_zhdedup_workers"
 SETTINGS = ("ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS")
 READ_BYTES = 1 << 20    # most bytes read from a worker's socket at once
 CLOSE_SECONDS = 5.0     # how long a closing pool waits for a worker to exit before it kills it
-# in that order; the extractor is preloaded by name: pipelines._worker_tasks imports it only at its first use,
-# because the crawler process imports that module too and never extracts
-PRELOAD = ("pipelines.worker_process", "pipelines._worker_tasks", "extract.article", "pipelines._forkserver_exit")
+# in that order; the extractor is preloaded by name (pipelines._worker_tasks imports it only at its first use,
+# because the crawler process imports that module too and never extracts), then warmed up with the tokenizer
+PRELOAD = ("pipelines.worker_process", "pipelines._worker_tasks", "extract.article", "pipelines._forkserver_warm",
+           "pipelines._forkserver_exit")
 
 
 def usable_cpus() -> int:
@@ -72,13 +74,13 @@ def worker_count(settings: Any, name: str) -> int:
                          "worker processes (0 = in the crawler)")
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """utime + stime of a process and its waited-for children (Linux /proc; 0.0 where unreadable)."""
+def process_cpu_seconds(pid: int, children: bool = True) -> float:
+    """utime + stime of a process and (`children`) its waited-for children (Linux /proc; 0.0 where unreadable)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return 0.0
-    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return sum(int(x) for x in fields[11:15 if children else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 class WorkerGone(Exception):
@@ -279,7 +281,11 @@ class WorkerPool:
             self.warmed.clear()
         if not channels:
             return
-        cpu = sum(process_cpu_seconds(channel.process.pid) for channel in channels)
+        # and the forkserver's own CPU (its preload and warm-up: pipelines._forkserver_warm), read while the
+        # workers it forked still run, so that none of theirs is in it yet (every crawler of a process counts it)
+        server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+        cpu = sum(process_cpu_seconds(channel.process.pid) for channel in channels) + \
+            (process_cpu_seconds(server, children=False) if server else 0.0)
         if self.stats is not None:
             self.stats.inc_value(st.WORKERS_CPU_MS, round(cpu * 1000))
         for channel in channels:
@@ -318,17 +324,43 @@ def _spawn(context: Any) -> Channel:
     """One worker process with a socket to it."""
     ours, theirs = socket.socketpair()
     process = context.Process(target=serve, args=(theirs, os.getpid()), name="zhdedup-worker", daemon=True)
-    # Ctrl-C may reach the worker as soon as it exists: it is born with SIGINT blocked (the mask passes through
-    # fork and exec, so through the forkserver this thread starts) and unblocks it once it ignores it. The
-    # resource tracker is started first: its own start unblocks SIGINT in this thread (bpo-33613).
+    try:
+        with _sigint_blocked():
+            process.start()
+    finally:
+        theirs.close()
+    return Channel(ours, process)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Ctrl-C may reach a worker as soon as it exists: it is born with SIGINT blocked (the mask passes through
+    fork and exec, so through a forkserver started in this thread) and unblocks it once it ignores it. The
+    resource tracker is started first: its own start unblocks SIGINT in this thread (bpo-33613)."""
     resource_tracker.ensure_running()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        process.start()
+        yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        theirs.close()
-    return Channel(ours, process)
+
+
+def start_forkserver() -> None:
+    """Start the workers' forkserver now, in the background: it preloads and warms the workers' code
+    (pipelines._forkserver_warm) on the second core while this process is still importing Scrapy's parts, so
+    the first worker is forked warm. Nothing where there is no forkserver; a pool that never starts leaves it
+    idle, and it exits with this process."""
+    if _context().get_start_method() != "forkserver":
+        return
+
+    def start() -> None:
+        try:
+            with _sigint_blocked():
+                forkserver.ensure_running()
+        except Exception as exc:   # only a head start: the pool's first worker starts it otherwise
+            logger.debug("early start of the workers' forkserver failed: %s", exc)
+
+    threading.Thread(target=start, name="zhdedup-forkserver-start", daemon=True).start()
 
 
 def _context() -> Any:

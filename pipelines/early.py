@@ -9,7 +9,7 @@ import threading
 from typing import Any, Callable
 
 from pipelines._worker_tasks import warm_up_extract, warm_up_fingerprint
-from pipelines._workers import WorkerPool, pool_for, pool_of, worker_count
+from pipelines._workers import WorkerPool, pool_for, pool_of, start_forkserver, worker_count
 from pipelines.crawl_store import open_early
 from pipelines.errors import CrawlCannotStart
 from pipelines.params import dedup_params
@@ -25,17 +25,33 @@ WORKER_PIPELINES: dict[str, tuple[str, Callable[[], None]]] = {
 def start_early(crawler: Any, pipelines: set[str]) -> None:
     """Open the store (when one of `pipelines` uses it) and start the worker processes (for those that use
     them), both in background threads; nothing when a setting they read is bad."""
-    try:
-        dedup_params(crawler.settings)
-        warm_ups = [warm_up for path, (name, warm_up) in WORKER_PIPELINES.items()
-                    if path in pipelines and worker_count(crawler.settings, name) > 0]
-    except CrawlCannotStart:
+    warm_ups = _warm_ups(crawler.settings, pipelines)
+    if warm_ups is None:
         return
     if pipelines.intersection(STORE_PIPELINES):
         open_early(crawler)
     if warm_ups:
         threading.Thread(target=_warm, args=(pool_for(crawler), warm_ups), name="zhdedup-workers-start",
                          daemon=True).start()
+
+
+def start_forkserver_early(settings: Any, pipelines: set[str]) -> None:
+    """Start the workers' forkserver (which warms their code) as soon as the command has its settings, when
+    `pipelines` will use workers and the settings they read are good; the spider's own settings may still
+    turn the workers off, and an idle forkserver exits with the crawl."""
+    if _warm_ups(settings, pipelines):
+        start_forkserver()
+
+
+def _warm_ups(settings: Any, pipelines: set[str]) -> list[Callable[[], None]] | None:
+    """The warm-ups of the worker pipelines among `pipelines` that run workers; None when a setting the early
+    starts read is bad (the pipeline then reports it, before anything has started)."""
+    try:
+        dedup_params(settings)
+        return [warm_up for path, (name, warm_up) in WORKER_PIPELINES.items()
+                if path in pipelines and worker_count(settings, name) > 0]
+    except CrawlCannotStart:
+        return None
 
 
 def _warm(pool: WorkerPool, warm_ups: list[Callable[[], None]]) -> None:

@@ -152,3 +152,53 @@ def test_the_crawler_process_imports_the_extractor_only_in_its_workers():
             "import pipelines.infringement, storage.store\n"
             "from pipelines._workers import PRELOAD\nassert 'extract.article' in PRELOAD")
     assert modules_after(code, ("extract.article", "extract.boilerplate", "extract.tails", "trafilatura")) == []
+
+
+FORKSERVER_PROBE = """
+import asyncio, os, sys, threading
+from multiprocessing import forkserver
+from scrapy.settings import Settings
+from crawler import settings
+from crawler.commands.crawl import Command
+from pipelines._workers import WorkerPool
+s = Settings()
+s.setmodule(settings)
+for pair in sys.argv[1:]:
+    s.set(*pair.split('=', 1))
+command = Command()
+command.settings = s
+command.start_early()
+for thread in threading.enumerate():
+    if thread.name == 'zhdedup-forkserver-start':
+        thread.join(120)
+started = forkserver._forkserver._forkserver_pid is not None
+warm = None
+if started:   # a worker forked before any warm-up of its own: what the forkserver had ready
+    pool = WorkerPool(1)
+    pool.start(os.getpid)
+    warm = asyncio.run(pool.run(eval, "(bool(__import__('fingerprint.segmenter').segmenter._TABLE), "
+                                      "'trafilatura' in __import__('sys').modules)"))
+    pool.close()
+print(started, warm)
+"""
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ((), "True (True, True)"),
+    (("ZHDEDUP_EXTRACT_WORKERS=many",), "False None"),
+    (("ZHDEDUP_SIMHASH_K=many",), "False None"),
+    (("ZHDEDUP_EXTRACT_WORKERS=0", "ZHDEDUP_FINGERPRINT_WORKERS=0"), "False None")])
+def test_the_crawl_command_starts_a_warm_forkserver_at_once_unless_a_setting_says_no(settings, expected):
+    """The workers' forkserver starts as soon as the crawl command has its settings (before Scrapy builds
+    EarlyStart) and warms the workers' code, so the first worker is forked with the tokenizer's tables and
+    trafilatura loaded; a bad setting or a crawl without workers starts none."""
+    import multiprocessing
+    import subprocess
+    import sys
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no forkserver on this platform")
+    out = subprocess.run([sys.executable, "-c", FORKSERVER_PROBE, *settings], capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
