@@ -1,7 +1,8 @@
 """The pipelines' slow starts begun early, in the background: the store (embedded servers, indexes, spool
 replay) and the worker processes, called by crawler.early_start.EarlyStart before Scrapy builds the rest of
-the crawl. Settings a pipeline would refuse (CrawlCannotStart) start nothing here, so a bad setting still
-ends the crawl before any server starts; the pipeline reports it as before."""
+the crawl; the workers' forkserver sooner still, by the crawl command once it has its settings. Settings a
+pipeline would refuse (CrawlCannotStart) start nothing here, so a bad setting still ends the crawl before any
+server starts; the pipeline reports it as before."""
 from __future__ import annotations
 
 import logging
