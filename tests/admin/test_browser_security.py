@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import statistics
 import time
 from typing import Any, Iterator
 
@@ -168,7 +167,8 @@ def test_unknown_and_known_names_take_the_same_time(live_url, browser_page, stor
             t = time.perf_counter()
             _login_post(page, live_url, name, f"wrong {time.time()}")
             times[name].append(time.perf_counter() - t)
-    known, unknown = (statistics.median(times[n]) for n in ("alice", "nobody-here"))
+    # the fastest of each: a busy machine only adds time, so the minimum is the request's own cost
+    known, unknown = (min(times[n]) for n in ("alice", "nobody-here"))
     assert abs(known - unknown) < 0.5 * max(known, unknown), times
 
 
