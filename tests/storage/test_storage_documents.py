@@ -269,10 +269,28 @@ def test_indexes_are_made_in_one_command_a_collection_and_survive_an_equivalent_
         client.close()
     pages = store.db.pages.index_information()
     assert "by_site_made_by_hand" in pages and pages["url_1"].get("unique")
-    assert {"canonical_url_1", "content_hash_1", "fp_version_1"} <= set(pages)
+    assert {"content_hash_1", "fp_version_1", "undecided_1"} <= set(pages)
     others = len(INDEXES) - 1
     assert count.names.count("createIndexes") == others + 1 + len(INDEXES["pages"])  # pages: batch, then one by one
+    assert count.names.count("listIndexes") == 1 and "dropIndexes" not in count.names   # nothing retired to drop
     ensure_indexes(store.db)   # idempotent
+
+
+def test_the_open_drops_indexes_no_query_reads_and_keeps_the_rest(store, store_config):
+    """A store an earlier version made has three indexes on pages that no query reads (two on fields no page
+    has); every save paid for them. The next open drops them and nothing else."""
+    from storage import open_store
+    from storage.schema import RETIRED_INDEXES
+
+    for name in RETIRED_INDEXES["pages"]:
+        store.db.pages.create_index(name.rsplit("_", 1)[0])
+    store.db.pages.create_index("title", name="made_by_hand")
+    before = set(store.db.pages.index_information())
+    assert set(RETIRED_INDEXES["pages"]) <= before
+    with open_store(store_config):
+        pass
+    after = set(store.db.pages.index_information())
+    assert after == before - set(RETIRED_INDEXES["pages"]) and "made_by_hand" in after
 
 
 def test_a_cluster_is_found_by_page_id_page_url_or_copy_url(store):
