@@ -20,6 +20,7 @@ import time
 from benchmarks.bench_crawl import server_pids
 from benchmarks.shared_data import NEWS_FILE
 from pipelines._workers import process_cpu_seconds
+from storage import servers
 from storage.config import StoreConfig
 from storage.schema import RETIRED_INDEXES, ensure_indexes
 from storage.store import open_store
@@ -58,12 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     with open(NEWS_FILE, encoding="utf-8") as f:
         texts = [json.loads(line)["text"] for line, _ in zip(f, range(args.pages))]
     results: dict[str, list[tuple[float, float]]] = {"today's indexes": [], "with the retired ones": []}
-    with tempfile.TemporaryDirectory(prefix="zhdedup-saves-") as var, open_store(StoreConfig.from_env(var_dir=var)) as store:
-        pid = server_pids(var)["mongo"]
-        for r in range(args.rounds):
-            for name, retired in (("today's indexes", False), ("with the retired ones", True)):
-                results[name].append(_round(store, pid, _pages(texts, f"r{r}{int(retired)}"), retired))
-        store.db.pages.drop()
+    with tempfile.TemporaryDirectory(prefix="zhdedup-saves-") as var:
+        try:
+            with open_store(StoreConfig.from_env(var_dir=var)) as store:
+                pid = server_pids(var)["mongo"]
+                for r in range(args.rounds):
+                    for name, retired in (("today's indexes", False), ("with the retired ones", True)):
+                        results[name].append(_round(store, pid, _pages(texts, f"r{r}{int(retired)}"), retired))
+        finally:   # the embedded servers outlive a store's close; these have no var/ left to serve
+            servers.stop(var)
     print(f"{args.pages} pages saved in batches of 4, {args.rounds} rounds, medians [min-max]")
     for name, rows in results.items():
         cpu, wall = [c for c, _ in rows], [w for _, w in rows]
