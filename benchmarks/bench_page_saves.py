@@ -1,8 +1,8 @@
 """What a page save costs the embedded MongoDB server, with and without the indexes a store's open retires.
 
-Saves real news texts (the shared Sina file) through `save_pages` in batches of 4 into a fresh embedded store,
-alternating rounds on a `pages` collection with today's indexes and with the retired ones made again as an
-earlier version left them (`storage.schema.RETIRED_INDEXES`). Prints SecantusDB's CPU per saved page (from
+Saves real news pages (`bench_store_open.unique_pages`: the shared Sina file, with their fingerprint fields)
+through `save_pages` in batches of 4 into a fresh embedded store, alternating rounds on a `pages` collection
+with today's indexes and with the retired ones made again as an earlier version left them (`storage.schema.RETIRED_INDEXES`). Prints SecantusDB's CPU per saved page (from
 /proc/<pid>/stat) and the wall clock, medians and ranges of the rounds.
 
     python -m benchmarks.bench_page_saves [--pages 800] [--rounds 3]
@@ -10,29 +10,17 @@ earlier version left them (`storage.schema.RETIRED_INDEXES`). Prints SecantusDB'
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import hashlib
-import json
 import statistics
 import tempfile
 import time
 
 from benchmarks.bench_crawl import server_pids
-from benchmarks.shared_data import NEWS_FILE
+from benchmarks.bench_store_open import unique_pages
 from pipelines._workers import process_cpu_seconds
 from storage import servers
 from storage.config import StoreConfig
 from storage.schema import RETIRED_INDEXES, ensure_indexes
 from storage.store import open_store
-
-
-def _pages(texts: list[str], tag: str) -> list[dict]:
-    """Page documents as a crawl saves them (fields the indexes read), unique by URL and content hash."""
-    now = dt.datetime.now(dt.timezone.utc)
-    return [{"url": f"http://{tag}.test/{i}", "site": tag, "title": text[:20], "text": text, "spider": "news",
-             "kind": "article", "canonical_url": f"http://{tag}.test/{i}", "fetched": now, "simhash": 1,
-             "content_hash": hashlib.blake2b(f"{tag}{i}".encode(), digest_size=16).hexdigest()}
-            for i, text in enumerate(texts)]
 
 
 def _round(store, pid: int, pages: list[dict], retired: bool) -> tuple[float, float]:
@@ -42,8 +30,7 @@ def _round(store, pid: int, pages: list[dict], retired: bool) -> tuple[float, fl
     if retired:
         for name in RETIRED_INDEXES["pages"]:
             store.db.pages.create_index(name.rsplit("_", 1)[0])
-    for page in pages:
-        page["_id"] = store.new_page_id()
+    pages = [{**page, "_id": store.new_page_id()} for page in pages]
     cpu, t = process_cpu_seconds(pid, children=False), time.perf_counter()
     for i in range(0, len(pages), 4):
         store.save_pages(pages[i:i + 4], [True] * len(pages[i:i + 4]))
@@ -56,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=int, default=800)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
-    with open(NEWS_FILE, encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line, _ in zip(f, range(args.pages))]
+    pages = [{**page, "canonical_url": page["url"]} for page in unique_pages(args.pages)]   # as a crawl saves them
     results: dict[str, list[tuple[float, float]]] = {"today's indexes": [], "with the retired ones": []}
     with tempfile.TemporaryDirectory(prefix="zhdedup-saves-") as var:
         try:
@@ -65,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 pid = server_pids(var)["mongo"]
                 for r in range(args.rounds):
                     for name, retired in (("today's indexes", False), ("with the retired ones", True)):
-                        results[name].append(_round(store, pid, _pages(texts, f"r{r}{int(retired)}"), retired))
+                        results[name].append(_round(store, pid, pages, retired))
         finally:   # the embedded servers outlive a store's close; these have no var/ left to serve
             servers.stop(var)
     print(f"{args.pages} pages saved in batches of 4, {args.rounds} rounds, medians [min-max]")

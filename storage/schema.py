@@ -41,7 +41,7 @@ INDEXES: dict[str, list[tuple[Any, bool]]] = {
 }
 OUTCOMES = ("stored", "unchanged", "duplicate", "skipped", "failed")
 #: indexes earlier versions made that no query reads (two on fields no page has): every save and displacement
-#: paid for them (~0.1 ms of SecantusDB CPU a saved page, 7%), so a store's open drops them
+#: paid for them (0.1-0.25 ms of SecantusDB CPU a saved page, 7-16%: bench_page_saves), so a store's open drops them
 RETIRED_INDEXES: dict[str, tuple[str, ...]] = {"pages": ("canonical_url_1", "cluster_id_1", "run_id_1")}
 
 
