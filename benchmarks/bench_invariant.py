@@ -1,13 +1,14 @@
 """The store invariant harness over many seeds: pass rate per store kind, and how to replay a failure.
 
-    python -m benchmarks.bench_invariant --seeds 100 [--kinds embedded,redis,cluster,stale] [--start S]
+    python -m benchmarks.bench_invariant --seeds 100 [--kinds embedded,redis,cluster,stale] [--start S] [--fault F]
     python -m benchmarks.bench_invariant --seed S --kind K [--fault F]        (replay one run, logs kept)
     [--stories N]  distinct stories per corpus (default 14; the seed's plan and corpus depend on it)
 
 Each seed draws a corpus (2-4 loopback sites, originals, verbatim / near / passage copies published
 earlier, later, the same day or undated, briefs, list pages), crawl settings, 1-3 crawlers and a fault
-(tests/invariant/harness.py); the store after the fault and one re-run must equal the oracle exactly.
-Kinds go round-robin over the seeds; the fault comes from the seed. The external Redis and MongoDB-wire
+(tests/invariant/harness.py); the store after the fault and one re-run must equal the oracle exactly, and
+so must the store a fault-free first run leaves. Kinds go round-robin over the seeds; the fault comes from
+the seed unless --fault names one (`--fault none`: fault-free runs only). The external Redis and MongoDB-wire
 servers (storage.servers, as tests/conftest.py starts them) and the Redis Cluster
 (tests/cluster_fixture.py) are started here and stopped at the end. Logs of failing runs are kept.
 """
@@ -77,7 +78,7 @@ def replay(seed: int, kind: str, fault: str | None, stories: int) -> int:
     return 0 if result.ok else 1
 
 
-def sweep(seeds: list[int], kinds: list[str], stories: int) -> int:
+def sweep(seeds: list[int], kinds: list[str], stories: int, fault: str | None = None) -> int:
     """Many seeds, kinds round-robin; per-kind pass rate and the first failure's replay command."""
     t0 = time.monotonic()
     stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])     # kind -> [passed, run, seconds]
@@ -90,11 +91,11 @@ def sweep(seeds: list[int], kinds: list[str], stories: int) -> int:
         for i, seed in enumerate(seeds):
             kind = kinds[i % len(kinds)]
             try:
-                r = run(seed, kind, None, servers, root / f"seed-{seed}-{kind}", stories=stories)
+                r = run(seed, kind, fault, servers, root / f"seed-{seed}-{kind}", stories=stories)
             except Exception as e:  # noqa: BLE001 - a harness error is a row too
                 from tests.invariant.harness import make_plan
 
-                r = Result(make_plan(seed, kind, None, stories), problems=[f"harness error: {type(e).__name__}: {e}"])
+                r = Result(make_plan(seed, kind, fault, stories), problems=[f"harness error: {type(e).__name__}: {e}"])
             s = stats[kind]
             s[0], s[1], s[2] = s[0] + r.ok, s[1] + 1, s[2] + int(r.seconds)
             if not r.ok:
@@ -123,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"store kinds, round-robin (default {','.join(KINDS)})")
     ap.add_argument("--seed", type=int, help="replay this one seed (with --kind, optionally --fault)")
     ap.add_argument("--kind", choices=KINDS, help="store kind of the replayed seed")
-    ap.add_argument("--fault", help="fault of the replayed seed (default: drawn from the seed)")
+    ap.add_argument("--fault", help="fault of the replayed seed, or of every seed of a sweep (default: drawn "
+                                    "from the seed)")
     ap.add_argument("--stories", type=int, default=14, help="distinct stories per corpus (default 14)")
     args = ap.parse_args(argv)
     if args.seed is not None:
@@ -135,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(kinds) - set(KINDS)
     if unknown:
         ap.error(f"unknown kind(s) {sorted(unknown)}; known: {', '.join(KINDS)}")
-    return sweep(list(range(args.start, args.start + args.seeds)), kinds, args.stories)
+    if args.fault and any(args.fault not in FAULTS[k] for k in kinds):
+        ap.error(f"--fault {args.fault} is not a fault of every kind swept ({', '.join(kinds)})")
+    return sweep(list(range(args.start, args.start + args.seeds)), kinds, args.stories, args.fault)
 
 
 if __name__ == "__main__":

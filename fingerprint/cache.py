@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,6 +19,12 @@ import numpy as np
 
 
 STALE_DAYS = 30  # a table's file of another digest older than this goes when a new one is written
+
+# numpy parses every .npy header with ast.literal_eval, and CPython 3.11 counts the AST constructor's recursion
+# depth per interpreter, not per thread: two threads building ASTs at once can fail with "SystemError: AST
+# constructor recursion depth mismatch" (python/cpython#106905). A crawl met it when two of its store threads
+# loaded the synonym table at once, and lost that page's decision. Our table readers all take this lock.
+AST_LOCK = threading.RLock()
 
 
 def cache_dir() -> Path:
@@ -38,12 +45,19 @@ def cached_array(name: str, parts: Iterable[bytes], build: Callable[[], np.ndarr
     """build()'s array, loaded from `name-DIGEST.npy` when an earlier process saved it (saved here if not)."""
     path = cache_dir() / f"{name}-{digest(parts)}.npy"
     try:
-        return np.load(path, allow_pickle=False)
+        with AST_LOCK:
+            return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError):
         pass
     array = build()
     save_atomic(path, lambda f: np.save(f, array, allow_pickle=False))
     return array
+
+
+def load_npz(path: Path, names: Iterable[str]) -> dict[str, np.ndarray]:
+    """The named arrays of an .npz file, read under AST_LOCK (each array's header is parsed as it is read)."""
+    with AST_LOCK, np.load(path, allow_pickle=False) as z:
+        return {name: z[name] for name in names}
 
 
 def save_atomic(path: Path, write: Callable[[BinaryIO], None]) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fingerprint.cache import cache_dir, digest, save_atomic
+from fingerprint.cache import AST_LOCK, cache_dir, digest, load_npz, save_atomic
 from fingerprint.speedups import KERNEL
 
 ROOT_SIZE = 0x30000  # _segment.c ROOT_SIZE
@@ -104,10 +104,11 @@ def build_trie(freqs: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
 
 def _literal(path: Path) -> dict:
     """The dict `P` a finalseg prob_*.py file assigns, read without running it."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "P":
-            return ast.literal_eval(node.value)
+    source = path.read_text(encoding="utf-8")
+    with AST_LOCK:
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "P":
+                return ast.literal_eval(node.value)
     raise ValueError(f"{path}: no P = {{...}}")
 
 
@@ -144,8 +145,7 @@ def load_arrays() -> dict[str, np.ndarray]:
     """The arrays, from the cache file when an earlier process saved it (saved here if not)."""
     path = _cache_file()
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {name: z[name] for name in _ARRAYS}
+        return load_npz(path, _ARRAYS)
     except (OSError, ValueError, KeyError, EOFError):
         pass
     arrays = build_arrays()

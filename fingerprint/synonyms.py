@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from fingerprint import speedups
-from fingerprint.cache import cache_dir, digest, save_atomic
+from fingerprint.cache import cache_dir, digest, load_npz, save_atomic
 from fingerprint.version import THESAURUS, THESAURUS_DIGEST
 
 _switch = threading.local()
@@ -148,9 +148,9 @@ def kernel_table() -> tuple:
     sources = [_thesaurus_bytes(), Path(__file__).read_bytes(), Path(tokens.__file__).read_bytes()]
     path = cache_dir() / f"synkernel-{digest(sources)}.npz"
     try:
-        with np.load(path, allow_pickle=False) as z:
-            words, canon = (bytes(z[k]).decode("utf-8").split("\n") for k in ("words", "canon"))
-            return z["keys"], z["starts"], _BUCKET_BITS, words, canon, z["canon_hashes"]
+        z = load_npz(path, ("keys", "starts", "words", "canon", "canon_hashes"))
+        words, canon = (bytes(z[k]).decode("utf-8").split("\n") for k in ("words", "canon"))
+        return z["keys"], z["starts"], _BUCKET_BITS, words, canon, z["canon_hashes"]
     except (OSError, ValueError, KeyError, EOFError):
         pass
     table = _build_kernel_table()

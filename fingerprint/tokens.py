@@ -27,7 +27,7 @@ import numpy as np
 
 from fingerprint import segmenter
 from fingerprint._tables import stopwords
-from fingerprint.cache import cache_dir, digest, save_atomic
+from fingerprint.cache import cache_dir, digest, load_npz, save_atomic
 from fingerprint.seeds import mix64
 
 WEIGHT_SCALE = 1000
@@ -126,8 +126,8 @@ def idf_buckets() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
     """The bucketed IDF table: built once per machine (~0.6 s), then loaded from a versioned cache file."""
     try:
         path = _cache_file()
-        with np.load(path) as z:
-            return (z["keys"], z["values"], _starts(z["starts"]), float(z["median"]), int(z["widest"]))
+        z = load_npz(path, ("keys", "values", "starts", "median", "widest"))
+        return (z["keys"], z["values"], _starts(z["starts"]), float(z["median"]), int(z["widest"]))
     except (OSError, ValueError, KeyError):
         pass
     table = build_idf_buckets()

@@ -43,6 +43,17 @@ def pid_alive(pid: int | None, name: str | None = None) -> bool:
     return MARKS[name] in cmd if name in MARKS else True
 
 
+def started_at(pid: int) -> float | None:
+    """When a live process started (seconds since the epoch), None when that cannot be read (no /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")   # field 22 of stat: starttime, in clock ticks
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def argv(pid: int) -> list[str]:
     """A process's command line plus the words of its shell commands: our spawn is `sh -c "... DATA_DIR ..."`."""
     try:

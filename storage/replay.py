@@ -70,7 +70,9 @@ def replay_spool(store: Any) -> dict[str, int]:
     index repair until then, so a copy seen during the outage is still found to be a copy.
     """
     stats = {"replayed": 0, "demoted": 0, "failed": 0}
-    claimed = [c for c in (store.spool.claim(p) for p in store.spool.pending()) if c is not None]
+    claimable = store.spool.claimable()
+    stats["left_to_running_crawlers"] = len(store.spool.pending()) - len(claimable)   # files they replay themselves
+    claimed = [c for c in (store.spool.claim(p) for p in claimable) if c is not None]
     entries = [e for c in claimed for e in store.spool.entries(c)] + adopt_undecided(store, )
     pending = {str(e["args"]["doc"]["_id"]): e["args"]["doc"] for e in entries if e["op"] == "save_page"}
     undecided = {e["args"]["page_id"] for e in entries if e["op"] in DECISION_OPS}

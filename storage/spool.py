@@ -2,7 +2,8 @@
 
 Each entry is one line of MongoDB extended JSON written with a single O_APPEND write() and fsync, so
 a crash leaves at worst one torn last line, which replay detects and keeps aside in a .bad file.
-A replaying process first renames the file (atomic), so two processes never replay the same entries.
+A replaying process first renames the file (atomic), so two processes never replay the same entries, and
+leaves alone the files of another crawler still running on the machine (it replays them when it closes).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Iterator
 
 from bson import json_util
 
-from .processes import pid_alive
+from .processes import pid_alive, started_at
 
 
 class Spool:
@@ -64,6 +65,13 @@ class Spool:
                     out.append(p)
         return sorted(out, key=lambda p: p.stat().st_mtime if p.exists() else 0)
 
+    def claimable(self) -> list[Path]:
+        """Pending files this process may replay now: not those of another crawler still running on this
+        machine, which replays them itself when it closes. That crawler may still append to its file (an entry
+        written after a claim read the file would be lost with it), and the pages its spooled decisions are
+        about may not be saved yet (a replay finds no page to decide on, and the page stays undecided)."""
+        return [p for p in self.pending() if not _writer_running(p)]
+
     def count(self) -> int:
         """Entries waiting in the spool."""
         n = 0
@@ -97,3 +105,17 @@ class Spool:
     def done(self, claimed: Path) -> None:
         """Forget a fully replayed file."""
         claimed.unlink(missing_ok=True)
+
+
+def _writer_running(path: Path) -> bool:
+    """True when the process that wrote this spool file (<host>-<pid>-<ns>.jsonl) is another live process of
+    this machine (a pid reused by a process started after the file was made is not its writer)."""
+    try:
+        host, pid, made_ns = path.name.split(".replaying-")[0].removesuffix(".jsonl").rsplit("-", 2)
+        pid_n, made = int(pid), int(made_ns) / 1e9
+    except ValueError:
+        return False
+    if host != socket.gethostname() or pid_n == os.getpid() or not pid_alive(pid_n):
+        return False
+    started = started_at(pid_n)
+    return started is None or started <= made + 1.0   # clock ticks and boot time are coarse: a second's slack

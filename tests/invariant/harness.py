@@ -10,7 +10,9 @@ first 0.2-3 s, while the servers start), `mongo_kill` / `redis_kill` (SIGKILL a 
 an embedded one restarts itself, an external one is restarted here on its port with its data), `redis_wipe`
 (the same, Redis's data deleted; a cluster node restarts empty), `held_down` (both embedded servers killed
 and held down), `sigstop` (a server frozen for 0.5-3 s, then resumed). After the fault the same command runs
-once more, as a user would. Keys deleted under a live Redis (no restart) are not a fault here: the product
+once more, as a user would. When no fault was applied (`none`, or the crawl ended before its moment), the
+store is judged after the first invocation too: a fault-free crawl leaves nothing for a re-run to repair.
+Keys deleted under a live Redis (no restart) are not a fault here: the product
 only learns of a data loss through an outage.
 
 The verdict (`judge`) needs nothing but the oracle and what MongoDB holds: one stored page per story and
@@ -202,11 +204,12 @@ def read_snapshot(mongo_uri: str, db: str, var: Path, dump: Path | None = None) 
     return Snapshot(pages, dups, outcomes, runs, Spool(var / "spool" / db).count())   # the store's: spool/<db>
 
 
-def judge(oracle: Oracle, snap: Snapshot, independent_runs: list[str] | None = None) -> list[str]:
+def judge(oracle: Oracle, snap: Snapshot, independent_runs: list[str] | None = None,
+          when: str = "after the re-run") -> list[str]:
     """Every difference between the store and the oracle, one readable line each."""
     problems = _judge_pages(oracle, snap) + _judge_outcomes(oracle, snap, independent_runs or [])
     if snap.spool:
-        problems.append(f"{snap.spool} spooled write(s) still waiting after the re-run")
+        problems.append(f"{snap.spool} spooled write(s) still waiting {when}")
     return problems
 
 
@@ -563,9 +566,11 @@ def _cleanup(target: Target) -> None:
 
 def run(seed: int, kind: str | None = None, fault: str | None = None, servers: Servers | None = None,
         workdir: Path | None = None, stories: int = 14, keep: bool = False,
-        oracle_hook: Callable[[Oracle], None] | None = None) -> Result:
+        oracle_hook: Callable[[Oracle], None] | None = None,
+        first_hook: Callable[[Target], None] | None = None) -> Result:
     """One seed end to end; the Result lists every difference from the oracle (empty when the invariant holds).
-    oracle_hook may mutate the oracle before judging (used to prove the harness can fail)."""
+    oracle_hook may mutate the oracle before judging, first_hook the store a fault-free first run left before
+    it is judged (both used to prove the harness can fail)."""
     plan = make_plan(seed, kind, fault, stories)
     work = Path(workdir or tempfile.mkdtemp(prefix=f"inv-{seed}-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -574,7 +579,7 @@ def run(seed: int, kind: str | None = None, fault: str | None = None, servers: S
     corpus = build(seed, stories=stories, delay=plan.delay)
     target = _target(plan, servers, work)
     try:
-        _crawl(plan, corpus, target, servers, work, result)
+        _crawl(plan, corpus, target, servers, work, result, first_hook)
         if oracle_hook:
             oracle_hook(corpus.oracle)
         if not any("hung" in p for p in result.problems):
@@ -592,26 +597,44 @@ def run(seed: int, kind: str | None = None, fault: str | None = None, servers: S
 
 
 def _crawl(plan: Plan, corpus: Corpus, target: Target, servers: Servers | None, work: Path,
-           result: Result) -> None:
+           result: Result, first_hook: Callable[[Target], None] | None = None) -> None:
     """Optional stale preload, the first invocation with its fault, then the same command once more."""
     if plan.kind == "stale":
         _preload_stale(plan, corpus, target, work, result.problems)
+    before = set(_runs(target))
     first = _start(plan, corpus, target, work, "run1")
     killed: set[int] = set()
     down = False   # a server held down by the fault: a crawler opening meanwhile may refuse to start
+    faulted = False
     if plan.fault != "none":
         if _wait_trigger(plan, target, first):
             result.notes.append(f"fault {plan.fault} at {plan.trigger[0]} {plan.trigger[1]}")
             killed = _apply_fault(plan, target, servers, first, result.notes)
             down = plan.fault not in ("crawler_kill", "early_kill")
+            faulted = True
         else:
             result.notes.append(f"fault {plan.fault} not applied: the crawl ended before its moment")
     _wait_all(first, result.problems, "first", killed, result.notes if down else None)
+    if not faulted and not result.problems:   # nothing went wrong: the store must be right now, not only after a re-run
+        if first_hook:
+            first_hook(target)
+        _judge_first(plan, corpus, target, result, sorted(set(_runs(target)) - before))
     before = set(_runs(target))
     second = _start(plan, corpus, target, work, "run2")
     _wait_all(second, result.problems, "re-run")
     result.counts["runs_rerun"] = len(set(_runs(target)) - before)
     result.counts["_rerun_ids"] = sorted(set(_runs(target)) - before)
+
+
+def _judge_first(plan: Plan, corpus: Corpus, target: Target, result: Result, run_ids: list[str]) -> None:
+    """The store as the fault-free first invocation left it, before any re-run could repair it (a decision or
+    a write left in the spool, a page kept undecided): each difference is a problem of the first run."""
+    when = "after the first run (no fault)"
+    snap = read_snapshot(target.mongo_uri(), target.db, target.var)
+    problems = judge(corpus.oracle, snap, [] if plan.distributed else run_ids, when)
+    if problems:
+        read_snapshot(target.mongo_uri(), target.db, target.var, Path(result.workdir) / "store-first.json")
+    result.problems += [f"{when}: {p}" for p in problems]
 
 
 def _verdict(plan: Plan, corpus: Corpus, target: Target, result: Result) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -324,9 +325,10 @@ def count_pages(store) -> int:
         return 0
 
 
-def assert_every_story_once(store, expected: Expected) -> dict[str, Any]:
+def assert_every_story_once(store, expected: Expected, logs: list[Path] = ()) -> dict[str, Any]:
     """Each story: exactly one URL stored, every other URL recorded as a duplicate of that page;
-    nothing else in either collection, no URL twice."""
+    nothing else in either collection, no URL twice. A failure shows the outcomes of the URLs concerned
+    and the WARNING lines of the crawls' logs."""
     pages = list(store.pages.find({}, {"url": 1}))
     dups = list(store.duplicates.find({}, {"url": 1, "original_id": 1}))
     page_urls = [p["url"] for p in pages]
@@ -347,10 +349,32 @@ def assert_every_story_once(store, expected: Expected) -> dict[str, Any]:
                                 f"original {kept[0]} is {id_of[kept[0]]}")
     known = {u for urls in expected.groups.values() for u in urls}
     extra = (set(page_urls) | set(dup_urls)) - known
-    assert not problems and not extra, "\n".join(problems + [f"unexpected: {sorted(extra)}"])
+    assert not problems and not extra, "\n".join(problems + [f"unexpected: {sorted(extra)}"]
+                                                  + _outcomes_of(store, problems) + _warnings_of(logs))
     missing = known - set(page_urls) - set(dup_urls)
     assert not missing, f"neither stored nor recorded as a copy: {sorted(missing)}"
     return {"pages": len(page_urls), "duplicates": len(dup_urls)}
+
+
+def _outcomes_of(store, problems: list[str]) -> list[str]:
+    """What the store's outcome log says of the URLs named in problems (why a story went missing)."""
+    urls = sorted({u for line in problems for u in re.findall(r"http://[^'\s\],]+", line)})
+    try:
+        found = [f"outcome: {doc}" for doc in store.outcomes.find({"url": {"$in": urls}}, {"_id": 0})]
+        found += [f"copy record: {doc}" for doc in store.duplicates.find({"url": {"$in": urls}}, {"text": 0})]
+        found.append(f"spooled entries left: {store.spool.count()}")
+    except Exception as exc:  # noqa: BLE001 - a diagnostic only; the assertion is what fails
+        return [f"outcomes unreadable: {exc!r}"]
+    return found
+
+
+def _warnings_of(logs: list[Path], most: int = 30) -> list[str]:
+    """The last WARNING and ERROR lines of each crawl log."""
+    out = []
+    for log in logs:
+        lines = [ln for ln in Path(log).read_text(errors="replace").splitlines() if "WARNING" in ln or "ERROR" in ln]
+        out += [f"{Path(log).name}: {ln[:400]}" for ln in lines[-most:]] or [f"{Path(log).name}: no warnings"]
+    return out
 
 
 class Ticker:

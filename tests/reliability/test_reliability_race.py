@@ -20,7 +20,7 @@ def test_two_crawlers_on_the_same_sites(store, tmp_path):
         hits = sites.article_hits()
     finally:
         sites.stop()
-    assert_every_story_once(store, sites.expected)
+    assert_every_story_once(store, sites.expected, [p.log_path for p in procs])
     assert all(n == 2 for n in hits.values()), "each process should fetch every article once"
 
 
@@ -35,5 +35,5 @@ def test_one_crawler_per_site_copies_race_originals(store, tmp_path):
             assert p.wait(120) == 0, p.log[-3000:]
     finally:
         sites.stop()
-    counts = assert_every_story_once(store, sites.expected)
+    counts = assert_every_story_once(store, sites.expected, [p.log_path for p in procs])
     assert counts["duplicates"] == sum(len(v) - 1 for v in sites.expected.groups.values())
