@@ -10,6 +10,9 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -74,7 +77,6 @@ def test_store_equals_oracle(seed, kind, fault, harness_servers, tmp_path):
 # A crawler that ended leaving one stored page's write in the spool (what the re-run replays), for the test below.
 _LEAVE_IN_SPOOL = """
 import sys, pymongo
-from bson import json_util
 from storage.spool import Spool
 uri, db, spool = sys.argv[1:4]
 pages = pymongo.MongoClient(uri)[db].pages
@@ -89,10 +91,6 @@ print(doc["url"])
 def test_a_fault_free_first_run_is_judged_before_the_re_run(seed, kind, harness_servers, tmp_path):
     """Nothing went wrong, yet the crawl left a stored page's write in the spool: the re-run replays it and the
     final store is right, but the harness reports the store the first run left."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     moved: list[str] = []
 
     def leave_a_write_in_the_spool(target) -> None:
