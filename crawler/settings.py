@@ -153,6 +153,11 @@ ZHDEDUP_CAPTURE_AT_MATCH = False  # True: the crawl renders each new match's pag
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 CONCURRENT_ITEMS = 8            # items of ONE response processed at once; Scrapy's 100 starts 100 asyncio
                                 # tasks for every response (~0.7 ms/page, docs/performance.md)
+# Scrapy checks a response's callback for a generator returning a value by parsing its source with ast in the
+# reactor thread (4 times in a 1,000-page crawl, at its start), while the store threads load their tables, which
+# numpy reads with ast too; CPython 3.11's ast is not thread-safe (fingerprint/cache.py). Off: our spiders'
+# callbacks are checked once, by a test (tests/crawler/test_callbacks.py).
+WARN_ON_GENERATOR_RETURN_VALUE = False
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_FORMATTER = "crawler.logformatter.ZhdedupLogFormatter"  # one line per dropped page
 LOG_LEVEL = os.environ.get("ZHDEDUP_LOG_LEVEL", "INFO")
