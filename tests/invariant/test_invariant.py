@@ -87,7 +87,7 @@ print(doc["url"])
 """
 
 
-@pytest.mark.parametrize("seed, kind", [(7, "redis")])   # one crawler, the session's servers
+@pytest.mark.parametrize("seed, kind", [(7, "redis")])   # one crawler, the session's servers, 4 stories (~10 s)
 def test_a_fault_free_first_run_is_judged_before_the_re_run(seed, kind, harness_servers, tmp_path):
     """Nothing went wrong, yet the crawl left a stored page's write in the spool: the re-run replays it and the
     final store is right, but the harness reports the store the first run left."""
@@ -99,7 +99,8 @@ def test_a_fault_free_first_run_is_judged_before_the_re_run(seed, kind, harness_
                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
         moved.append(out.stdout.strip())
 
-    result = run(seed, kind, "none", harness_servers, tmp_path / "run", keep=True, first_hook=leave_a_write_in_the_spool)
+    result = run(seed, kind, "none", harness_servers, tmp_path / "run", stories=4, keep=True,
+                 first_hook=leave_a_write_in_the_spool)
     first = [p for p in result.problems if p.startswith("after the first run (no fault)")]
     assert moved and len(first) == len(result.problems), result.report()   # the re-run repaired everything
     assert any("spooled write(s) still waiting after the first run" in p for p in first), first
