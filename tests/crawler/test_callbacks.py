@@ -9,7 +9,7 @@ import pkgutil
 
 import scrapy
 from scrapy.utils.misc import is_generator_with_return_value
-from scrapy.utils.project import get_project_settings
+from scrapy.settings import Settings
 
 import crawler.spiders
 
@@ -27,7 +27,11 @@ def _spider_generators() -> list[tuple[str, object]]:
 
 
 def test_the_projects_crawls_skip_scrapys_source_check():
-    assert get_project_settings().getbool("WARN_ON_GENERATOR_RETURN_VALUE") is False
+    # not get_project_settings(): it sets SCRAPY_SETTINGS_MODULE in this process's environment, and a later
+    # test's `scrapy runspider` outside the project then ran with our settings (and left embedded servers)
+    settings = Settings()
+    settings.setmodule("crawler.settings", priority="project")
+    assert settings.getbool("WARN_ON_GENERATOR_RETURN_VALUE") is False
 
 
 def test_no_spider_callback_is_a_generator_returning_a_value():
