@@ -630,21 +630,26 @@ def _judge_first(plan: Plan, corpus: Corpus, target: Target, result: Result, run
     """The store as the fault-free first invocation left it, before any re-run could repair it (a decision or
     a write left in the spool, a page kept undecided): each difference is a problem of the first run."""
     when = "after the first run (no fault)"
+    _, problems = _judged(plan, corpus, target, run_ids, when, Path(result.workdir) / "store-first.json")
+    result.problems += [f"{when}: {p}" for p in problems]
+
+
+def _judged(plan: Plan, corpus: Corpus, target: Target, run_ids: list[str], when: str,
+            dump: Path) -> tuple[Snapshot, list[str]]:
+    """The store now and its differences from the oracle; a store that has any is kept in `dump`."""
     snap = read_snapshot(target.mongo_uri(), target.db, target.var)
     problems = judge(corpus.oracle, snap, [] if plan.distributed else run_ids, when)
     if problems:
-        read_snapshot(target.mongo_uri(), target.db, target.var, Path(result.workdir) / "store-first.json")
-    result.problems += [f"{when}: {p}" for p in problems]
+        read_snapshot(target.mongo_uri(), target.db, target.var, dump)
+    return snap, problems
 
 
 def _verdict(plan: Plan, corpus: Corpus, target: Target, result: Result) -> None:
     """Read MongoDB and compare with the oracle."""
-    snap = read_snapshot(target.mongo_uri(), target.db, target.var)
-    rerun_ids = result.counts.pop("_rerun_ids", [])
-    independent = [] if plan.distributed else rerun_ids
-    result.problems += judge(corpus.oracle, snap, independent)
+    snap, problems = _judged(plan, corpus, target, result.counts.pop("_rerun_ids", []), "after the re-run",
+                             Path(result.workdir) / "store.json")
+    result.problems += problems
     if result.problems:
-        read_snapshot(target.mongo_uri(), target.db, target.var, Path(result.workdir) / "store.json")
         (Path(result.workdir) / "oracle.json").write_text(json.dumps(
             {"groups": {g.gid: {u: [g.roles[u], str(g.dates[u]), u in g.acceptable] for u in g.urls}
                         for g in corpus.oracle.groups.values()}, "skipped": corpus.oracle.skipped},

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -337,28 +336,29 @@ def assert_every_story_once(store, expected: Expected, logs: list[Path] = ()) ->
     assert len(dup_urls) == len(set(dup_urls)), "a copy recorded twice"
     id_of = {p["url"]: str(p["_id"]) for p in pages}
     orig_of = {d["url"]: d["original_id"] for d in dups}
-    problems = []
+    problems, concerned = [], []
     for story, urls in expected.groups.items():
         kept = [u for u in urls if u in id_of]
         if len(kept) != 1:
             problems.append(f"story {story}: stored {len(kept)} times ({kept}); urls {urls}")
+            concerned += urls
             continue
         for u in urls:
             if u != kept[0] and orig_of.get(u) != id_of[kept[0]]:
                 problems.append(f"story {story}: copy {u} recorded as {orig_of.get(u)!r}, "
                                 f"original {kept[0]} is {id_of[kept[0]]}")
+                concerned.append(u)
     known = {u for urls in expected.groups.values() for u in urls}
     extra = (set(page_urls) | set(dup_urls)) - known
     assert not problems and not extra, "\n".join(problems + [f"unexpected: {sorted(extra)}"]
-                                                  + _outcomes_of(store, problems) + _warnings_of(logs))
+                                                  + _outcomes_of(store, concerned) + _warnings_of(logs))
     missing = known - set(page_urls) - set(dup_urls)
     assert not missing, f"neither stored nor recorded as a copy: {sorted(missing)}"
     return {"pages": len(page_urls), "duplicates": len(dup_urls)}
 
 
-def _outcomes_of(store, problems: list[str]) -> list[str]:
-    """What the store's outcome log says of the URLs named in problems (why a story went missing)."""
-    urls = sorted({u for line in problems for u in re.findall(r"http://[^'\s\],]+", line)})
+def _outcomes_of(store, urls: list[str]) -> list[str]:
+    """What the store's outcome log says of these URLs (why a story went missing), and the spool's size."""
     try:
         found = [f"outcome: {doc}" for doc in store.outcomes.find({"url": {"$in": urls}}, {"_id": 0})]
         found += [f"copy record: {doc}" for doc in store.duplicates.find({"url": {"$in": urls}}, {"text": 0})]
