@@ -111,6 +111,7 @@ EXTENSIONS_BASE = {path: order for path, order in _scrapy_defaults.EXTENSIONS_BA
 EXTENSIONS = {
     "crawler.early_start.EarlyStart": -100,   # first: store and worker processes start in the background
     "crawler.early_start.RemoteControl": 0,
+    "crawler.collector.CollectorTuning": 0,
     "crawler.outcomes.OutcomeRecorder": 490,   # one outcome per URL, per run, in the store
     "crawler.extensions.CrawlSummary": 500,
     "crawler.extensions.StorageGuard": 510,   # spool unwritable (disk full): stop with one clear error
@@ -158,6 +159,11 @@ CONCURRENT_ITEMS = 8            # items of ONE response processed at once; Scrap
 # numpy reads with ast too; CPython 3.11's ast is not thread-safe (fingerprint/cache.py). Off: our spiders'
 # callbacks are checked once, by a test (tests/crawler/test_callbacks.py).
 WARN_ON_GENERATOR_RETURN_VALUE = False
+# Python's garbage collector in a crawl process (crawler/collector.py): the start's objects frozen out of its walks
+# once the spider opens, and a young-generation collection every ZHDEDUP_GC_THRESHOLD container allocations
+# (Python's: 700; 0 leaves it)
+ZHDEDUP_GC_FREEZE = True
+ZHDEDUP_GC_THRESHOLD = 20_000
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_FORMATTER = "crawler.logformatter.ZhdedupLogFormatter"  # one line per dropped page
 LOG_LEVEL = os.environ.get("ZHDEDUP_LOG_LEVEL", "INFO")

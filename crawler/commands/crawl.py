@@ -26,6 +26,7 @@ from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefused
 from scrapy.spiderloader import get_spider_loader
 from twisted.internet.defer import Deferred
 
+from crawler.collector import set_young_threshold
 from crawler.siteprofiles import ProfileError
 from crawler.spiders.base import PageSpider, SpiderArgumentError
 from pipelines import stats as names
@@ -126,6 +127,7 @@ class Command(ScrapyCrawl):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """Scrapy's option parsing, then our spiders' argument check (before any logging starts)."""
         super().process_options(args, opts)
+        set_young_threshold(self.settings.getint("ZHDEDUP_GC_THRESHOLD"))   # for the rest of the start too
         if len(args) == 1:
             self.check_spider_arguments(args[0], opts.spargs)
             self.start_early()

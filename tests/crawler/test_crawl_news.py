@@ -1,6 +1,8 @@
 """End-to-end: `scrapy crawl news` over fixture sites X (profile) and Y (start URL), real servers."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.crawler.conftest import duplicates, stored_urls
@@ -136,6 +138,14 @@ def test_summary_is_logged(crawled):
     _, x_result, _ = crawled
     assert "zhdedup summary for spider 'news'" in x_result.log
     assert "redirect_loop" in x_result.log
+
+
+def test_the_crawl_froze_its_start_for_the_collector(crawled):
+    """The crawl process's collector as crawler/collector.py tunes it, read from the stats the crawl dumps."""
+    _, x_result, _ = crawled
+    frozen = re.search(r"'gc/frozen_objects': (\d+)", x_result.log)
+    assert frozen and int(frozen.group(1)) > 100_000, x_result.log[-3000:]   # scrapy, twisted, pymongo, numpy...
+    assert "'gc/young_threshold': 20000" in x_result.log
 
 
 def test_near_copy_really_differs():
