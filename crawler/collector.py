@@ -3,7 +3,7 @@ objects frozen out of every later collection once the first spider opens.
 
 With CPython's defaults (a young-generation collection every 700 container allocations) a 1,000-page dated
 crawl's process spent 0.9-1.2 s of thread CPU in the collector (measured with gc.callbacks): ~0.5 ms a page
-of young and middle collections, plus three or four full collections, each walking the ~1 million objects
+of young and middle collections, plus four or five full collections, each walking the ~1 million objects
 the start made (imports, settings, tables) for ~0.1 s. The crawl's own objects are short-lived and freed by
 their reference counts; the collector is there for the rare cycles among them (docs/performance.md,
 "Twenty-first pass").
@@ -26,7 +26,7 @@ def set_young_threshold(threshold: int) -> None:
 def freeze_start() -> int:
     """Move every object alive now to the collector's permanent generation, the first time a process asks;
     the number of objects frozen. They are still freed by their reference counts, never walked again; a
-    cycle among them that dies later is never collected (the start's, once: a few kB)."""
+    cycle among them that dies later is never collected (the start's, once)."""
     global _frozen
     if not _frozen:
         gc.freeze()
