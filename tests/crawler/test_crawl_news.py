@@ -144,7 +144,7 @@ def test_the_crawl_froze_its_start_for_the_collector(crawled):
     """The crawl process's collector as crawler/collector.py tunes it, read from the stats the crawl dumps."""
     _, x_result, _ = crawled
     frozen = re.search(r"'gc/frozen_objects': (\d+)", x_result.log)
-    assert frozen and int(frozen.group(1)) > 100_000, x_result.log[-3000:]   # scrapy, twisted, pymongo, numpy...
+    assert frozen and int(frozen.group(1)) > 50_000, x_result.log[-3000:]   # ~110,000: scrapy, twisted, pymongo...
     assert "'gc/young_threshold': 20000" in x_result.log
 
 
