@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import faulthandler
 import logging
+import signal
 import sys
 from typing import Any
 
@@ -121,6 +123,16 @@ def fast_exit() -> None:
     gc.freeze()
 
 
+STACK_DUMP_SIGNAL = getattr(signal, "SIGUSR1", None)   # `kill -USR1 PID`: every thread's stack on stderr
+
+
+def dump_stacks_on(signum: int | None) -> None:
+    """Every thread's stack written to stderr when the process gets signum, from the C signal handler, so a
+    crawl that hangs (a thread blocked in a lock, a join, a socket) can say where without a debugger."""
+    if signum is not None:
+        faulthandler.register(signum, file=sys.stderr, all_threads=True)
+
+
 class Command(ScrapyCrawl):
     """Scrapy's crawl command with spider arguments checked up front and a failing exit code."""
 
@@ -163,6 +175,7 @@ class Command(ScrapyCrawl):
             super().run(args, opts)
             return
         assert self.crawler_process is not None
+        dump_stacks_on(STACK_DUMP_SIGNAL)
         for name in QUIET_LOGGERS:
             logging.getLogger(name).addFilter(NoNetworkTraceback())
         quiet_below(self.settings.get("LOG_LEVEL"))

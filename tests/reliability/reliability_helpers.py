@@ -281,10 +281,13 @@ class CrawlProc:
         return self.log_path.read_text(errors="replace")
 
     def wait(self, timeout: float = 90) -> int:
-        """Exit code (kills the crawl and fails if it runs longer than timeout)."""
+        """Exit code (kills the crawl and fails if it runs longer than timeout, after asking it for every
+        thread's stack: the crawl command writes them to its log on SIGUSR1)."""
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"crawl hung for {timeout} s:\n{self.log[-3000:]}") from None

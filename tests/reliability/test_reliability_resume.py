@@ -89,17 +89,20 @@ def test_sigkill_mid_crawl_then_same_command_resumes(store, sites, tmp_path):
 
 
 def test_ctrl_c_then_resume_fetches_every_page_once(store, sites, tmp_path):
-    """SIGINT stops gracefully (in-flight pages finish); resume fetches each article exactly once in
-    total; a third run of the finished crawl fetches no article at all. The sites hold back all but 12
+    """SIGUSR1 writes every thread's stack into the log and the crawl goes on; SIGINT stops gracefully
+    (in-flight pages finish); resume fetches each article exactly once in total; a third run of the finished crawl fetches no article at all. The sites hold back all but 12
     articles until the crawl says it is shutting down, so the stop always lands mid-crawl."""
     env, job = crawl_env(store.config), {"JOBDIR": str(tmp_path / "job")}
     before = sites.article_hits()
     with sites.held_after(12):   # the crawl cannot end before the stop; released once it is stopping
         first = CrawlProc(sites.start_urls, env, tmp_path / "1.log", job)
         wait_until(lambda: count_pages(store) >= 6, 90, "6 stored pages", first)
+        first.signal(signal.SIGUSR1)   # every thread's stack into the log; the crawl goes on
+        wait_until(lambda: "most recent call first" in first.log, 30, "the crawl's stack dump", first)
         first.signal(signal.SIGINT)
         wait_until(lambda: "shutting down gracefully" in first.log, 60, "the graceful shutdown", first)
     assert first.wait() == 0, first.log[-3000:]
+    assert first.log.count("most recent call first") >= 3   # the event loop, the store's threads, pymongo's...
     assert "shutdown" in first.log
     assert count_pages(store) < len(sites.expected.groups), "the stop came too late to test anything"
     second = CrawlProc(sites.start_urls, env, tmp_path / "2.log", job)
