@@ -90,8 +90,9 @@ def test_sigkill_mid_crawl_then_same_command_resumes(store, sites, tmp_path):
 
 def test_ctrl_c_then_resume_fetches_every_page_once(store, sites, tmp_path):
     """SIGUSR1 writes every thread's stack into the log and the crawl goes on; SIGINT stops gracefully
-    (in-flight pages finish); resume fetches each article exactly once in total; a third run of the finished crawl fetches no article at all. The sites hold back all but 12
-    articles until the crawl says it is shutting down, so the stop always lands mid-crawl."""
+    (in-flight pages finish); resume fetches each article exactly once in total; a third run of the finished
+    crawl fetches no article at all. The sites hold back all but 12 articles until the crawl says it is
+    shutting down, so the stop always lands mid-crawl."""
     env, job = crawl_env(store.config), {"JOBDIR": str(tmp_path / "job")}
     before = sites.article_hits()
     with sites.held_after(12):   # the crawl cannot end before the stop; released once it is stopping
