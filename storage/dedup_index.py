@@ -257,9 +257,11 @@ class RedisDedupIndex:
     def join(self, doc: DedupDoc, other: str, method: str) -> None:
         """doc and other tell one story: the store keeps the earlier published, the other becomes its copy."""
         try:
-            self.store._join(doc.page_id, other, method)
+            joined = self.store._join(doc.page_id, other, method)
         except StorageUnavailable as e:
             raise LookupUnavailable(f"joining {doc.page_id} and {other}: {e.detail}") from e
+        if not joined:   # decided again by the spool replay, once the page that stands can be read
+            raise LookupUnavailable(f"joining {doc.page_id} and {other}: the page that stands cannot be read yet")
 
     def defer(self, doc: DedupDoc, why: str) -> None:
         """Queue the page's whole decision for the spool replay (a failed lookup is never a miss); in a replay,

@@ -10,8 +10,7 @@ import redis
 from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from fingerprint.neardup import publish_date
-
+from . import kept
 from .dedup_index import TEXT_LEVEL, date_key, text_key
 from .documents import check_keys, check_text, fit_bson, out
 from .duplicates import DuplicateStore
@@ -278,33 +277,36 @@ class PageStore(DuplicateStore):
         if winner != str(original_id):   # an earlier-published copy displaced page_id meanwhile (another crawler)
             self._join(winner, str(original_id), method)
 
-    def _join(self, displacer: str, original: str, method: str) -> None:
+    def _join(self, displacer: str, original: str, method: str) -> bool:
         """The copy that displaced a page copies that page's original too: one story, so one of the two stands
-        (`_standing`: the earlier published, else the same page whichever crawler joins them)."""
+        (`_standing`: the earlier published, else the same page whichever crawler joins them). False when they
+        could not be joined now: the page that stands cannot be read even once its crawler's save was awaited,
+        or displacements kept racing (the caller's decision is made again later, else the next crawl joins them)."""
         for _ in range(MAX_JOINS):
             a, b = self.resolve_original(displacer)[0], self.resolve_original(original)[0]
             if a == b:   # one page stands for both: a record calling it a copy (of itself) goes
                 self._drop_own_record(a)
-                return
+                return True
             keep, lose = self._standing(a, b)
-            keys = self._keys_of(keep)
+            keys = kept.keys_once_saved(self, keep)
             if keys is None:
-                log.warning("page %s copies page %s but neither its page nor its keys can be read; left to the "
-                            "index repair", lose, keep)
-                return
+                log.warning("page %s copies page %s but neither its page nor its keys can be read (its save has "
+                            "not landed in %.0f s)", lose, keep, sum(kept.SAVE_POLL))
+                return False
             url = (self._retry("mongo", self.pages.find_one, {"_id": to_oid(keep)}, {"url": 1}) or {}).get("url")
             if self.replace_original(lose, {"id": keep, "url": url, **keys}, method) is None:
                 log.info("page %s and page %s tell one story (found by two crawlers at once): %s stands", a, b, keep)
                 self._drop_own_record(keep)
-                return
+                return True
         log.error("pages %s and %s: displacements kept racing; left to the next crawl", displacer, original)
+        return False
 
     def _standing(self, a: str, b: str) -> tuple[str, str]:
         """(page that stands, page that goes) of two pages telling one story, the same whichever crawler asks
         and in which order: the earlier published; of an undated and a dated page the undated one (the engine
         never displaces a page by date when either has none); else the smaller id. (It was "the second one
         asked" when dates could not be compared: two crawlers joining at once displaced each page by the other.)"""
-        da, db = self._published(a), self._published(b)
+        da, db = kept.published(self, a), kept.published(self, b)
         if da is not None and db is not None and da != db:
             return (a, b) if da < db else (b, a)
         if (da is None) != (db is None):
@@ -323,32 +325,6 @@ class PageStore(DuplicateStore):
         if record is not None and self.resolve_original(str(record["original_id"]))[0] == str(page_id):
             self._retry("mongo", self.duplicates.delete_one, {"_id": record["_id"],
                                                                "original_id": record["original_id"]})
-
-    def _published(self, page_id: str) -> Any:
-        """A kept page's publish date: from MongoDB, or from its dedup claim while its save is on its way."""
-        page = self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id)}, {"published": 1})
-        if page is not None:
-            return publish_date(page.get("published"))
-        raw = self._retry("redis", self.redis.get, date_key(self, page_id))
-        return publish_date(raw.decode()) if raw else None
-
-    def _keys_of(self, page_id: str) -> dict | None:
-        """A kept page's dedup keys: its page's, or those its displacement marker recorded (save on its way)."""
-        page = self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id)},
-                           {"content_hash": 1, "simhash": 1, "sketch": 1})
-        if page is not None and isinstance(page.get("content_hash"), str) and page.get("simhash") is not None:
-            return {"content_hash": page["content_hash"], "simhash": to_unsigned64(int(page["simhash"])),
-                    "sketch": [to_unsigned64(int(v)) for v in page.get("sketch") or ()]}
-        marker = self._retry("mongo", self.demotions.find_one, {"by": str(page_id), "by_keys": {"$ne": None}},
-                             {"by_keys": 1})
-        if marker is None:
-            return self._keys_in_flight(str(page_id))
-        return _marker_keys(marker["by_keys"])
-
-    def _keys_in_flight(self, page_id: str) -> dict | None:
-        """The dedup keys of a page this process kept lately whose save has not landed (else None)."""
-        flight = self.inflight.get(page_id)
-        return flight.keys() if flight is not None else None
 
     def _claim_demotion(self, marker: dict) -> str:
         """Insert the marker unless the page was displaced already; the id of the page that displaced it."""
@@ -426,7 +402,7 @@ class PageStore(DuplicateStore):
         if self._retry("redis", self.index.check, "", old["content_hash"], fp, 0, False).original_id != standing:
             return False
         own = marker.get("by_keys") if standing == marker["by"] else None
-        keys = _marker_keys(own) if own else self._keys_of(standing)
+        keys = kept.marker_keys(own) if own else kept.keys_of(self, standing)
         return keys is None or keys["simhash"] != fp
 
     def _hand_over(self, old: dict, marker: dict, standing: str | None = None) -> None:
@@ -482,12 +458,6 @@ def _over_held(doc: dict, held: dict) -> tuple[dict, dict, bool]:
     if held.get("content_hash") == doc.get("content_hash"):
         doc = decided(doc)
     return doc, {"_id": doc["_id"]}, True
-
-
-def _marker_keys(k: dict) -> dict:
-    """A displacement marker's by_keys (signed, as stored) as the dedup keys the index takes."""
-    return {"content_hash": k["content_hash"], "simhash": to_unsigned64(int(k["simhash"])),
-            "sketch": [to_unsigned64(int(v)) for v in k.get("sketch") or ()]}
 
 
 def decided(doc: dict) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import itertools
+import threading
 
 import pytest
 
@@ -546,6 +547,54 @@ def test_two_crawlers_joining_one_story_at_once_keep_one_page(store):
     store._join(u.page_id, d.page_id, "near")
     pages, copies = _state(store)
     assert pages == [u.page_id] and copies == {d.page_id: u.page_id}, (pages, copies)
+
+
+@pytest.mark.parametrize("saved_after", [0.0, 0.3])
+def test_a_join_waits_for_the_save_of_the_page_that_stands_in_another_crawlers_flight(store, store_config,
+                                                                                      saved_after):
+    """Invariant seed 7634 (two crawlers, no fault): crawler A's W (day 17) tells the story of E (day 14), which
+    crawler B has just kept: E's claim is in Redis, its save not landed, its keys in B's memory only. The join
+    gave up ("neither its page nor its keys can be read") and both pages stood until the next crawl's repair.
+    It now awaits B's save and lets E stand, whether the save lands while it waits or just before."""
+    from storage import open_store
+
+    e, w = _doc("e" * 32, STORY, 14), _doc("w" * 32, STORY, 17)
+    b = open_store(store_config)   # crawler B: its own process, its own pages in flight
+    try:
+        assert _engine(b).decide(e).kind == "new"
+        assert b.inflight.get(e.page_id) is not None and store.inflight.get(e.page_id) is None
+        store.save_pages([_page(w)])
+        saver = threading.Timer(saved_after, b.save_pages, [[_page(e)]])
+        saver.start()
+        try:
+            assert store._join(w.page_id, e.page_id, "passages")
+        finally:
+            saver.join()
+    finally:
+        b.close()
+    pages, copies = _state(store)
+    assert pages == [e.page_id] and copies == {w.page_id: e.page_id}, (pages, copies)
+
+
+def test_a_join_whose_standing_page_never_lands_defers_the_decision(store, store_config, monkeypatch):
+    """B kept E and died before its save: A's join cannot be made now, and says so; the engine's join raises
+    LookupUnavailable, so A's page is decided again by the spool replay rather than left standing beside E."""
+    import storage.kept
+
+    monkeypatch.setattr(storage.kept, "SAVE_POLL", (0.01, 0.02))
+    from storage import open_store
+
+    e, w = _doc("e" * 32, STORY, 14), _doc("w" * 32, STORY, 17)
+    b = open_store(store_config)
+    try:
+        assert _engine(b).decide(e).kind == "new"
+    finally:
+        b.close()
+    store.save_pages([_page(w)])
+    assert store._join(w.page_id, e.page_id, "passages") is False
+    with pytest.raises(LookupUnavailable, match="cannot be read yet"):
+        RedisDedupIndex(store).join(w, e.page_id, "passages")
+    assert _state(store) == ([w.page_id], {})
 
 
 def test_a_cycle_of_displacements_leaves_one_page(store):
