@@ -168,6 +168,7 @@ class Connection:
         # not per check: 1,800 a 1,000-page crawl cost the store thread ~0.25 s)
         self._token_id, self._token_seq = uuid.uuid4().hex[:16], itertools.count()
         self._restart_lock = threading.Lock()
+        self._repair_here = threading.local()   # whether this thread holds the index repair lock (identity.RepairLock)
         self._recover_locks = {"mongo": threading.RLock(), "redis": threading.RLock()}
         self.outages: dict[str, Outage] = {}    # down: calls go through _recover
         self._settling: dict[str, Outage] = {}  # answering again; reported once SETTLE s pass without a failure

@@ -91,18 +91,28 @@ def store_identity(db: Any, bump: bool = False) -> Identity:
 
 
 class RepairLock:
-    """One process at a time repairs a Redis index; the others wait for it (see the module docstring)."""
+    """One process at a time repairs a Redis index; the others wait for it (see the module docstring).
 
-    def __init__(self, client: Any, key: str, call: Callable[..., Any] | None = None) -> None:
+    Reentrant for the thread that holds it (`here`: one per store, shared by its locks): a repair that meets
+    a Redis outage re-fills the index once Redis answers, inside the repair. That inner repair waited for the
+    lock its own thread held, renewed by its own keeper, forever (invariant seed 7515: a crawler hung at its
+    store's open, and every other crawler behind it)."""
+
+    def __init__(self, client: Any, key: str, call: Callable[..., Any] | None = None,
+                 here: threading.local | None = None) -> None:
         self.r = client
         self.key = key
         self.call = call or (lambda fn, *a, **kw: fn(*a, **kw))   # the store's retry policy
+        self.here = here if here is not None else threading.local()
         self._release = client.register_script(RELEASE_LUA)
         self._renew = client.register_script(RENEW_LUA)
 
     @contextmanager
     def held(self) -> Iterator[float]:
         """Hold the lock (waiting while another process holds it); yields the seconds waited."""
+        if getattr(self.here, "held", False):   # this thread holds it: a repair inside a repair
+            yield 0.0
+            return
         token, t0, said = uuid.uuid4().hex, time.monotonic(), False
         while not self.call(self._take, token):
             if not said:
@@ -112,9 +122,11 @@ class RepairLock:
         stop = threading.Event()
         keeper = threading.Thread(target=self._keep, args=(token, stop), daemon=True, name="zhdedup-repair-lock")
         keeper.start()
+        self.here.held = True
         try:
             yield time.monotonic() - t0
         finally:
+            self.here.held = False
             stop.set()
             keeper.join()
             try:

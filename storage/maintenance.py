@@ -177,7 +177,8 @@ class MaintenanceStore(DedupStore, PageStore):
 
     def _repair_lock(self) -> RepairLock:
         """The lock every index repair holds, so that two processes never repair at once (identity.py)."""
-        return RepairLock(self.redis, lock_key(self.config.key_prefix), lambda fn, *a: self._retry("redis", fn, *a))
+        return RepairLock(self.redis, lock_key(self.config.key_prefix), lambda fn, *a: self._retry("redis", fn, *a),
+                          self._repair_here)
 
     def store_identity(self, bump: bool = False) -> Identity:
         """This database's id and generation (identity.py); open_store raises the generation."""

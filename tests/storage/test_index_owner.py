@@ -10,8 +10,10 @@ import threading
 from dataclasses import dataclass
 
 import pytest
+import redis
 
 from storage import open_store
+from storage.identity import lock_key
 from storage.schema import to_oid, to_signed64
 
 BOTH = pytest.mark.parametrize("redis_mode", ["single", "cluster"])  # one Redis, and a 3-master Redis Cluster
@@ -134,3 +136,29 @@ def test_two_processes_opening_at_once_rebuild_once(store, store_config, caplog)
             t.join(60)
     assert len(rebuilt_lines(caplog.text)) == 1, caplog.text
     assert seen == [[p.id for p in pages]] * 3   # every opener saw the whole index
+
+
+@BOTH
+def test_a_repair_that_meets_a_redis_outage_re_fills_the_index_inside_itself(store):
+    """Invariant seed 7515 (cluster, Redis wiped): a crawler's store open was rebuilding the index when Redis
+    went away. Once Redis answered, the outage's re-fill ran a repair inside the repair, which waited for the
+    lock its own thread held (renewed by its own keeper): it hung, and every crawler after it. The thread that
+    holds the lock now repairs inside it, and the index ends whole."""
+    pages = keep(store, 20, seed=9)
+    real, failed = store.index.add_many, []
+
+    def away_once(*args, **kwargs):
+        if not failed:
+            failed.append(True)
+            raise redis.ConnectionError("Redis went away in the middle of the rebuild")
+        return real(*args, **kwargs)
+
+    store.index.add_many = away_once
+    rebuilt: list[int] = []
+    repair = threading.Thread(target=lambda: rebuilt.append(store.rebuild_index()), daemon=True)
+    repair.start()
+    repair.join(120)
+    assert not repair.is_alive(), "the repair waits for the lock its own thread holds"
+    assert failed and rebuilt == [len(pages)]
+    assert [answers(store, p) for p in pages] == [p.id for p in pages]
+    assert store.redis.get(lock_key(store.config.key_prefix)) is None   # released: the next process repairs at once
