@@ -14,6 +14,8 @@ the others opening the store wait, then decide again, so none crawls against a h
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 META = "meta"          # MongoDB collection: {_id: "store", store_id, epoch, created}
 STORE_DOC = "store"
 LOCK_SECONDS = 30.0    # a repairer that died frees the lock after this long; a live one renews it
+WAIT_REPORT = 60.0     # a process waiting for the lock says so again, as a WARNING, this often
 RELEASE_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 RENEW_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
 
@@ -113,11 +116,16 @@ class RepairLock:
         if getattr(self.here, "held", False):   # this thread holds it: a repair inside a repair
             yield 0.0
             return
-        token, t0, said = uuid.uuid4().hex, time.monotonic(), False
-        while not self.call(self._take, token):
-            if not said:
-                log.info("another process is repairing the Redis index (%s): waiting for it", self.key)
-                said = True
+        token = f"{socket.gethostname()} pid {os.getpid()} {uuid.uuid4().hex}"   # whom the others wait for
+        t0 = time.monotonic()
+        next_word = t0
+        while (holder := self.call(self._take, token)) is not None:
+            if time.monotonic() >= next_word:   # said at once, then every WAIT_REPORT s: a stuck holder is named
+                (log.info if next_word == t0 else log.warning)(
+                    "another process (%s) is repairing the Redis index (%s): waiting for it%s",
+                    _holder_name(holder), self.key,
+                    f" ({time.monotonic() - t0:.0f} s so far)" if next_word > t0 else "")
+                next_word += WAIT_REPORT
             time.sleep(0.1)
         stop = threading.Event()
         keeper = threading.Thread(target=self._keep, args=(token, stop), daemon=True, name="zhdedup-repair-lock")
@@ -134,11 +142,13 @@ class RepairLock:
             except redis.RedisError:   # it expires after LOCK_SECONDS
                 pass
 
-    def _take(self, token: str) -> bool:
-        """SET NX; also True when an attempt whose reply was lost took it."""
+    def _take(self, token: str) -> bytes | None:
+        """SET NX: None once taken (also when an attempt whose reply was lost took it), else its holder's token
+        (b"" when it expired between the two calls)."""
         if self.r.set(self.key, token, nx=True, px=int(LOCK_SECONDS * 1000)):
-            return True
-        return self.r.get(self.key) == token.encode()
+            return None
+        holder = self.r.get(self.key)
+        return None if holder == token.encode() else (holder or b"")
 
     def _keep(self, token: str, stop: threading.Event) -> None:
         """Renew the lock while held (a long rebuild outlasts LOCK_SECONDS)."""
@@ -147,3 +157,9 @@ class RepairLock:
                 self._renew(keys=[self.key], args=[token, int(LOCK_SECONDS * 1000)])
             except redis.RedisError:
                 pass
+
+
+def _holder_name(token: bytes) -> str:
+    """The host and pid in a holder's token (a lock taken by an older version holds a bare uuid)."""
+    host, _, rest = token.decode("utf-8", "replace").rpartition(" ")
+    return host or "an older process"

@@ -162,3 +162,44 @@ def test_a_repair_that_meets_a_redis_outage_re_fills_the_index_inside_itself(sto
     assert failed and rebuilt == [len(pages)]
     assert [answers(store, p) for p in pages] == [p.id for p in pages]
     assert store.redis.get(lock_key(store.config.key_prefix)) is None   # released: the next process repairs at once
+
+
+def test_a_process_waiting_for_the_repair_lock_names_its_holder_and_says_so_again(store, monkeypatch):
+    """A wait for the repair lock says whom it waits for (host and pid), at once and then every WAIT_REPORT s
+    as a WARNING: seed 7515's crawlers waited three minutes and no log said for whom."""
+    import os
+
+    import storage.identity as identity
+
+    monkeypatch.setattr(identity, "WAIT_REPORT", 0.2)
+    key = lock_key(store.config.key_prefix)
+    taken, release, said = threading.Event(), threading.Event(), []
+
+    class ReleaseOnceWarned(logging.Handler):   # the holder lets go once the waiter has warned: no race
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append((record.levelno, record.getMessage()))
+            if record.levelno == logging.WARNING:
+                release.set()
+
+    def hold() -> None:
+        with identity.RepairLock(store.redis, key).held():
+            taken.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert taken.wait(60)
+    logger, handler = logging.getLogger("storage.identity"), ReleaseOnceWarned(logging.INFO)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        with identity.RepairLock(store.redis, key).held():
+            pass
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        release.set()
+        holder.join(60)
+    assert said[0][0] == logging.INFO and f"pid {os.getpid()}" in said[0][1], said
+    assert said[-1][0] == logging.WARNING and "s so far" in said[-1][1] and f"pid {os.getpid()}" in said[-1][1], said
