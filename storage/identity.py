@@ -161,5 +161,6 @@ class RepairLock:
 
 def _holder_name(token: bytes) -> str:
     """The host and pid in a holder's token (a lock taken by an older version holds a bare uuid)."""
-    host, _, rest = token.decode("utf-8", "replace").rpartition(" ")
-    return host or "an older process"
+    if not token:
+        return "one that has just let go"
+    return token.decode("utf-8", "replace").rpartition(" ")[0] or "an older version"
