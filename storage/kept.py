@@ -8,10 +8,8 @@ from typing import Any
 
 from fingerprint.neardup import publish_date
 
-from .dedup_index import WITHDRAWN, date_key, text_key
+from .dedup_index import SETTLE_POLL, WITHDRAWN, date_key, text_key
 from .schema import to_oid, to_unsigned64
-
-SAVE_POLL = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)   # another crawler's save of a page it kept: one write away
 
 
 def published(store: Any, page_id: str) -> Any:
@@ -43,7 +41,7 @@ def keys_once_saved(store: Any, page_id: str) -> dict | None:
     """keys_of, waiting (up to ~6 s) while the page is claimed by a crawler whose save has not landed yet: a
     join that gave up on such a page left two pages of one story stored (invariant seed 7634). None when the
     claim is taken back (the page turned out a copy), was never made, or its save does not land in time."""
-    for delay in SAVE_POLL:
+    for delay in SETTLE_POLL:   # the wait `RedisDedupIndex.settled` gives another crawler's save
         keys = keys_of(store, page_id)
         if keys is not None:
             return keys

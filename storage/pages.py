@@ -291,7 +291,7 @@ class PageStore(DuplicateStore):
             keys = kept.keys_once_saved(self, keep)
             if keys is None:
                 log.warning("page %s copies page %s but neither its page nor its keys can be read (its save has "
-                            "not landed in %.0f s)", lose, keep, sum(kept.SAVE_POLL))
+                            "not landed in %.0f s)", lose, keep, sum(kept.SETTLE_POLL))
                 return False
             url = (self._retry("mongo", self.pages.find_one, {"_id": to_oid(keep)}, {"url": 1}) or {}).get("url")
             if self.replace_original(lose, {"id": keep, "url": url, **keys}, method) is None:

@@ -581,7 +581,7 @@ def test_a_join_whose_standing_page_never_lands_defers_the_decision(store, store
     LookupUnavailable, so A's page is decided again by the spool replay rather than left standing beside E."""
     import storage.kept
 
-    monkeypatch.setattr(storage.kept, "SAVE_POLL", (0.01, 0.02))
+    monkeypatch.setattr(storage.kept, "SETTLE_POLL", (0.01, 0.02))
     from storage import open_store
 
     e, w = _doc("e" * 32, STORY, 14), _doc("w" * 32, STORY, 17)
