@@ -92,7 +92,7 @@ class DuplicateStore(Connection):
         """A kept page and a copy record of its URL with the same text are one story kept twice: joined."""
         if not page.get("content_hash") or page.get("content_hash") != copy.get("content_hash"):
             return False
-        self._join(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
+        self.join_or_spool(str(page["_id"]), str(copy["original_id"]), copy.get("method") or "exact")
         return True
 
     def resolve_original(self, page_id: str) -> tuple[str, str | None]:

@@ -45,13 +45,13 @@ def keys_once_saved(store: Any, page_id: str) -> dict | None:
         keys = keys_of(store, page_id)
         if keys is not None:
             return keys
-        if not _claimed(store, page_id):   # the save may have landed between the two reads (it drops the claim)
+        if not claimed(store, page_id):   # the save may have landed between the two reads (it drops the claim)
             return keys_of(store, page_id)
         time.sleep(delay)
     return keys_of(store, page_id)
 
 
-def _claimed(store: Any, page_id: str) -> bool:
+def claimed(store: Any, page_id: str) -> bool:
     """True while another crawler's dedup claim of the page waits for its save (its text or date in Redis)."""
     text = store._retry("redis", store.redis.get, text_key(store, page_id))
     if text is not None:

@@ -275,7 +275,14 @@ class PageStore(DuplicateStore):
         winner = self._retry("mongo", self._claim_demotion, marker)
         self.settle_copies([str(page_id)], marked=True)
         if winner != str(original_id):   # an earlier-published copy displaced page_id meanwhile (another crawler)
-            self._join(winner, str(original_id), method)
+            self.join_or_spool(winner, str(original_id), method)
+
+    def join_or_spool(self, displacer: str, original: str, method: str) -> None:
+        """_join for a save, which has no decision to defer: a pair that cannot be joined now (the page that stands
+        is another crawler's, its save not landed) waits in the spool, replayed when this crawl closes, instead of
+        standing twice until the next store open's repair."""
+        if not self._join(displacer, original, method):
+            self._spool("join_pages", displacer=displacer, original=original, method=method)
 
     def _join(self, displacer: str, original: str, method: str) -> bool:
         """The copy that displaced a page copies that page's original too: one story, so one of the two stands

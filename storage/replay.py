@@ -18,6 +18,7 @@ from pymongo.errors import PyMongoError
 
 from fingerprint.neardup import DedupDoc, DedupEngine, NearDupParams, Verdict, publish_date
 
+from . import kept
 from .dedup_index import RedisDedupIndex
 from .documents import insert_once
 from .errors import StorageUnavailable
@@ -163,6 +164,8 @@ def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> o
                 doc = decided(doc)
             store._settle_saved([{**doc, "_id": store._retry("mongo", store._save_page, doc)}])
         replay.pending.pop(str(doc["_id"]), None)   # MongoDB has it now (a decision made later reads it there)
+    elif op == "join_pages":
+        return _replay_join(store, a, stats)
     elif op == "settle_pages":
         ids = [to_oid(i) for i in a["ids"]]
         store.settle_pages(store._retry("mongo", list, store.pages.find({"_id": {"$in": ids}})))
@@ -181,6 +184,22 @@ def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> o
     else:
         raise ValueError(f"unknown spool operation {op!r}")
     return None
+
+def _replay_join(store: Any, a: dict, stats: dict) -> object:
+    """A join a save could not make, made now; kept in the spool while the page that stands is still on its way
+    (claimed, not landed), dropped when one of the two pages never will land (no page, no claim: nothing to join)."""
+    if store._join(a["displacer"], a["original"], a["method"]):
+        return None
+    ends = {store.resolve_original(p)[0] for p in (a["displacer"], a["original"])}
+    gone = [p for p in ends if kept.keys_of(store, p) is None and not kept.claimed(store, p)]
+    if gone:
+        log.info("spooled join of pages %s and %s: page %s never landed; nothing to join", a["displacer"],
+                 a["original"], ", ".join(sorted(gone)))
+        return None
+    stats["failed"] += 1
+    store._spool("join_pages", **a)
+    return False
+
 
 def _replay_decision(store: Any, a: dict, replay: _Replay, stats: dict, inherited: bool = False) -> object:
     """Decide again, from scratch, a page kept without a full dedup decision; demote it if it is a copy.

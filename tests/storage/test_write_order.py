@@ -1051,3 +1051,46 @@ def test_a_page_saved_undecided_is_not_taken_for_decided_by_its_own_entry(store)
     assert verdict.spooled and verdict.kind == "new", verdict
     store.save_pages([{**_page(x), "undecided": True}])
     assert store.pages.find_one({"_id": x.page_id})["undecided"] is True
+
+
+@pytest.mark.parametrize("lands", ["before-the-replay", "never"])
+def test_a_join_a_save_could_not_make_waits_in_the_spool_for_the_replay(store, store_config, monkeypatch, lands):
+    """A copy record's save finds its URL kept as W by this crawler while E, the page that stands (published
+    earlier), is crawler B's, its save not landed: the join cannot be made, and a save has no decision to defer.
+    It used to leave W and E both standing until the next store open's repair; it now waits in the spool, which
+    the crawl replays at its close. E landed by then: one page stands. E never lands (B died, its claim expired):
+    the entry goes, W stands alone."""
+    import storage.kept
+    from storage import open_store
+    from storage.dedup_index import date_key, text_key
+
+    monkeypatch.setattr(storage.kept, "SETTLE_POLL", (0.01, 0.02))
+    e, w = _doc("e" * 32, STORY, 14), _doc("w" * 32, STORY, 17)
+    b = open_store(store_config)
+    try:
+        assert _engine(b).decide(e).kind == "new"
+    finally:
+        b.close()
+    store.save_pages([_page(w)])
+    copy = {"url": w.url, "content_hash": w.content_hash, "original_id": e.page_id, "method": "exact"}
+    assert store.join_stored_copies([copy]) == 1
+    assert _state(store) == ([w.page_id], {}) and store.spool.count() == 1
+    store.spool.rotate()
+    assert store.replay_spool()["failed"] == 1                # E still claimed, not landed: kept for later
+    assert store.spool.count() == 1 and _state(store) == ([w.page_id], {})
+    if lands == "never":
+        store.redis.delete(text_key(store, e.page_id), date_key(store, e.page_id))   # the claim expired
+    else:
+        late = open_store(store_config)                     # B's save lands at last
+        try:
+            late.save_pages([_page(e)])
+        finally:
+            late.close()
+    store.spool.rotate()
+    stats = store.replay_spool()
+    assert stats["failed"] == 0 and store.spool.count() == 0
+    pages, copies = _state(store)
+    if lands == "never":
+        assert pages == [w.page_id] and copies == {}, (pages, copies)
+    else:
+        assert pages == [e.page_id] and copies == {w.page_id: e.page_id}, (pages, copies)
