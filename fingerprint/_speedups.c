@@ -14,32 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_hash.h"
 #include "_segment.h"
+#include "_syntable.h"
 
-#define POLY_P 0x100000001B3ULL /* tokens.py _P */
 #define DNA_COLUMNS 23          /* dna.py DNA_LETTERS */
 #define MAX_CODEPOINT 0x2FFFF   /* dna.py _codepoints: larger code points read the last table entry */
-
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
-/* tokens.py hash_text_tokens: sum(c_j * P^(L-1-j)) over the token's code points, then mix64. */
-static inline uint64_t token_hash(PyObject *token)
-{
-    int kind = PyUnicode_KIND(token);
-    const void *data = PyUnicode_DATA(token);
-    Py_ssize_t len = PyUnicode_GET_LENGTH(token);
-    uint64_t h = 0;
-    for (Py_ssize_t i = 0; i < len; i++)
-        h = h * POLY_P + (uint64_t)PyUnicode_READ(kind, data, i);
-    return mix64(h);
-}
 
 /* BYTE_BITS[v][j] is all ones where bit j of v is set: SimHash adds a weight to those bits. */
 static int64_t BYTE_BITS[256][8];
@@ -558,74 +538,46 @@ static PyObject *smallest_seeds(PyObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(canonical_tokens_doc,
-"canonical_tokens(tokens, keys, starts, bucket_bits, words, canon) -> list\n\n"
-"synonyms.canonical_tokens: each token whose hash (tokens.py) is among keys (sorted, bucketed by the top\n"
-"bucket_bits bits, bucket b at starts[b]..starts[b+1]) and that equals words[i] becomes canon[i]. The map\n"
-"holds words of two or more characters only, so single characters are never looked up.");
+"canonical_tokens(tokens, synonym_table) -> list\n\n"
+"synonyms.canonical_tokens: each token of two or more characters that is a word of the table becomes its\n"
+"canonical member (the table holds words of two or more characters only).");
 
 static PyObject *canonical_tokens(PyObject *self, PyObject *args)
 {
-    PyObject *tokens, *keys_obj, *starts_obj, *words, *canon;
-    int bucket_bits;
-    if (!PyArg_ParseTuple(args, "O!OOiO!O!", &PyList_Type, &tokens, &keys_obj, &starts_obj, &bucket_bits,
-                          &PyList_Type, &words, &PyList_Type, &canon))
+    PyObject *tokens, *capsule;
+    if (!PyArg_ParseTuple(args, "O!O:canonical_tokens", &PyList_Type, &tokens, &capsule))
         return NULL;
-    Py_buffer kv, sv;
-    if (PyObject_GetBuffer(keys_obj, &kv, PyBUF_C_CONTIGUOUS) < 0)
+    const SynIndex *syn = syn_index(capsule);
+    if (!syn)
         return NULL;
-    if (PyObject_GetBuffer(starts_obj, &sv, PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&kv);
-        return NULL;
-    }
-    const uint64_t *keys = kv.buf;
-    const int64_t *starts = sv.buf;
     Py_ssize_t n = PyList_GET_SIZE(tokens);
     uint64_t *hashes = malloc(sizeof(uint64_t) * (size_t)(n + 1));
     PyObject *out = hashes ? PyList_New(n) : PyErr_NoMemory();
-    /* three passes, so the table's cache misses of all tokens overlap: hashes (and their buckets fetched),
-       then the buckets' first keys fetched, then the look-ups; 0 marks a token not looked up */
+    /* two passes, so the table's cache misses of all tokens overlap: hashes (their slots fetched), then the
+       look-ups; 0 marks a token not looked up (a hash looked up has its low bit set) */
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
         PyObject *token = PyList_GET_ITEM(tokens, i);
         hashes[i] = PyUnicode_Check(token) && PyUnicode_GET_LENGTH(token) > 1 ? token_hash(token) | 1 : 0;
         if (hashes[i])
-            __builtin_prefetch(&starts[hashes[i] >> (64 - bucket_bits)]);
+            syn_prefetch(syn, hashes[i]);
     }
-    for (Py_ssize_t i = 0; out != NULL && i < n; i++)
-        if (hashes[i])
-            __builtin_prefetch(&keys[starts[hashes[i] >> (64 - bucket_bits)]]);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
         PyObject *token = PyList_GET_ITEM(tokens, i), *word = token;
-        if (hashes[i]) {
-            uint64_t b = hashes[i] >> (64 - bucket_bits);
-            for (int64_t j = starts[b]; j < starts[b + 1]; j++) {
-                if ((keys[j] | 1) == hashes[i] && PyUnicode_Compare(token, PyList_GET_ITEM(words, j)) == 0) {
-                    word = PyList_GET_ITEM(canon, j);
-                    break;
-                }
-            }
-        }
+        const SynSlot *hit = hashes[i] ? syn_find_str(syn, hashes[i], token) : NULL;
+        if (hit)
+            word = PyTuple_GET_ITEM(syn->canon, hit->index);
         Py_INCREF(word);
         PyList_SET_ITEM(out, i, word);
     }
     free(hashes);
-    PyBuffer_Release(&kv);
-    PyBuffer_Release(&sv);
     return out;
 }
 
 /* Looks each token of two or more characters up in the synonym table (canonical_tokens' rule) and gives
  * the word that stands for it (borrowed) and that word's hash (tokens.py's hash). */
-typedef struct {
-    const uint64_t *keys, *canon_hashes;
-    const int64_t *starts;
-    int bucket_bits;
-    PyObject *words, *canon;
-} SynTable;
-
-static int canonical_words(PyObject *tokens, const SynTable *syn, PyObject **out, uint64_t *hashes)
+static int canonical_words(PyObject *tokens, const SynIndex *syn, PyObject **out, uint64_t *hashes)
 {
     Py_ssize_t n = PyList_GET_SIZE(tokens);
-    int shift = 64 - syn->bucket_bits;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *token = PyList_GET_ITEM(tokens, i);
         if (ready_token(token, i) < 0)
@@ -633,22 +585,14 @@ static int canonical_words(PyObject *tokens, const SynTable *syn, PyObject **out
         hashes[i] = token_hash(token);
         out[i] = token;
         if (PyUnicode_GET_LENGTH(token) > 1)
-            __builtin_prefetch(&syn->starts[(hashes[i] | 1) >> shift]);
+            syn_prefetch(syn, hashes[i]);
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (PyUnicode_GET_LENGTH(out[i]) > 1)
-            __builtin_prefetch(&syn->keys[syn->starts[(hashes[i] | 1) >> shift]]);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *token = out[i];
-        if (PyUnicode_GET_LENGTH(token) < 2)
-            continue;
-        uint64_t h = hashes[i] | 1, b = h >> shift;
-        for (int64_t j = syn->starts[b]; j < syn->starts[b + 1]; j++)
-            if ((syn->keys[j] | 1) == h && PyUnicode_Compare(token, PyList_GET_ITEM(syn->words, j)) == 0) {
-                out[i] = PyList_GET_ITEM(syn->canon, j);
-                hashes[i] = syn->canon_hashes[j];
-                break;
-            }
+        const SynSlot *hit = PyUnicode_GET_LENGTH(out[i]) > 1 ? syn_find_str(syn, hashes[i], out[i]) : NULL;
+        if (hit) {
+            out[i] = PyTuple_GET_ITEM(syn->canon, hit->index);
+            hashes[i] = hit->canon_hash;
+        }
     }
     return 0;
 }
@@ -707,68 +651,37 @@ static int simhash_hashes(const uint64_t *hashes, Py_ssize_t n, const IdfTable *
     return err;
 }
 
-static int syn_table(PyObject *const *objs, int bucket_bits, PyObject *words, PyObject *canon, Py_buffer *views,
-                     SynTable *t)
-{
-    if (bucket_bits < 1 || bucket_bits > 30) {
-        PyErr_SetString(PyExc_ValueError, "bucket_bits must be 1..30");
-        return -1;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(words);
-    static const char *const names[3] = {"keys", "starts", "canon_hashes"};
-    const Py_ssize_t buckets = (Py_ssize_t)1 << bucket_bits, itemsize[3] = {8, 8, 8}, min_items[3] = {n, buckets + 1, n};
-    if (PyList_GET_SIZE(canon) != n) {
-        PyErr_SetString(PyExc_ValueError, "words and canon differ in length");
-        return -1;
-    }
-    if (get_buffers(objs, views, 3, itemsize, min_items, names) < 0)
-        return -1;
-    *t = (SynTable){views[0].buf, views[2].buf, views[1].buf, bucket_bits, words, canon};
-    if (t->starts[0] < 0 || t->starts[buckets] > n) {
-        PyErr_SetString(PyExc_ValueError, "starts points past the end of words");
-        release_buffers(views, 3);
-        return -1;
-    }
-    return 0;
-}
-
 /* The synonym and IDF tables both canonical SimHash kernels read, from their arguments after the cut's. */
 typedef struct {
-    Py_buffer syn_views[3], idf_views[3];
-    SynTable syn;
+    Py_buffer idf_views[3];
+    const SynIndex *syn;
     IdfTable idf;
     int tfidf;
 } SimTables;
 
 static int sim_tables(PyObject *args, Py_ssize_t skip, SimTables *t)
 {
-    PyObject *tail = PyTuple_GetSlice(args, skip, PY_SSIZE_T_MAX), *words, *canon, *syn_objs[3], *idf_objs[3];
-    int syn_bits, idf_bits;
+    PyObject *tail = PyTuple_GetSlice(args, skip, PY_SSIZE_T_MAX), *capsule, *idf_objs[3];
+    int idf_bits;
     double median;
-    int ok = tail && PyArg_ParseTuple(tail, "OOiO!O!OOOOidp:canonical_simhash", &syn_objs[0], &syn_objs[1],
-                                      &syn_bits, &PyList_Type, &words, &PyList_Type, &canon, &syn_objs[2],
-                                      &idf_objs[0], &idf_objs[1], &idf_objs[2], &idf_bits, &median, &t->tfidf);
-    Py_XDECREF(tail);  /* the lists stay alive in args */
-    if (!ok || syn_table(syn_objs, syn_bits, words, canon, t->syn_views, &t->syn) < 0)
+    int ok = tail && PyArg_ParseTuple(tail, "OOOOidp:canonical_simhash", &capsule, &idf_objs[0], &idf_objs[1],
+                                      &idf_objs[2], &idf_bits, &median, &t->tfidf);
+    Py_XDECREF(tail);  /* the capsule stays alive in args */
+    if (!ok || !(t->syn = syn_index(capsule)))
         return -1;
-    if (idf_table(idf_objs, idf_bits, median, t->idf_views, &t->idf) < 0) {
-        release_buffers(t->syn_views, 3);
-        return -1;
-    }
-    return 0;
+    return idf_table(idf_objs, idf_bits, median, t->idf_views, &t->idf);
 }
 
 static void sim_tables_release(SimTables *t)
 {
-    release_buffers(t->syn_views, 3);
     release_buffers(t->idf_views, 3);
 }
 
 PyDoc_STRVAR(canonical_simhash_doc,
-"canonical_simhash(tokens, keys, starts, bucket_bits, words, canon, canon_hashes, idf_keys, idf_values,\n"
-"                  idf_starts, idf_bucket_bits, median, tfidf) -> (int, str)\n\n"
+"canonical_simhash(tokens, synonym_table, idf_keys, idf_values, idf_starts, idf_bucket_bits, median, tfidf)\n"
+"    -> (int, str)\n\n"
 "(simhash_tokens(c), ''.join(c)) of c = canonical_tokens(tokens): one pass, each token hashed once\n"
-"(canon_hashes[i] is the hash of canon[i]).");
+"(the table holds the hash of each canonical member).");
 
 static PyObject *canonical_simhash(PyObject *self, PyObject *args)
 {
@@ -786,7 +699,7 @@ static PyObject *canonical_simhash(PyObject *self, PyObject *args)
     uint64_t fp = 0;
     if (!hashes || !out) {
         PyErr_NoMemory();
-    } else if (canonical_words(tokens, &tables.syn, out, hashes) == 0
+    } else if (canonical_words(tokens, tables.syn, out, hashes) == 0
                && simhash_hashes(hashes, n, &tables.idf, tables.tfidf, &fp) == 0) {
         PyObject *text = joined(out, n);
         result = text ? Py_BuildValue("KN", (unsigned long long)fp, text) : NULL;
@@ -798,63 +711,38 @@ static PyObject *canonical_simhash(PyObject *self, PyObject *args)
 }
 
 /* canonical_words over the tokens text[ends[i - 1]:ends[i]] of a code-point array, without str objects:
- * out[i] is the canonical member when the token has one, else NULL (the token stands for itself). */
-static void canonical_ranges(const Py_UCS4 *cps, const int32_t *ends, Py_ssize_t n, const SynTable *syn,
-                             PyObject **out, uint64_t *hashes)
+ * out[i] is the slot of the token's word when it has a canonical member, else NULL (it stands for itself). */
+static void canonical_ranges(const Py_UCS4 *cps, const int32_t *ends, Py_ssize_t n, const SynIndex *syn,
+                             const SynSlot **out, uint64_t *hashes)
 {
-    int shift = 64 - syn->bucket_bits;
     for (Py_ssize_t i = 0, a = 0; i < n; a = ends[i++]) {
-        uint64_t h = 0;
-        for (Py_ssize_t k = a; k < ends[i]; k++)
-            h = h * POLY_P + (uint64_t)cps[k];
-        hashes[i] = mix64(h);
+        hashes[i] = cps_hash(cps + a, ends[i] - a);
         out[i] = NULL;
         if (ends[i] - a > 1)
-            __builtin_prefetch(&syn->starts[(hashes[i] | 1) >> shift]);
+            syn_prefetch(syn, hashes[i]);
     }
     for (Py_ssize_t i = 0, a = 0; i < n; a = ends[i++]) {
-        Py_ssize_t len = ends[i] - a;
-        if (len < 2)
-            continue;
-        uint64_t h = hashes[i] | 1, b = h >> shift;
-        for (int64_t j = syn->starts[b]; j < syn->starts[b + 1]; j++) {
-            PyObject *word = PyList_GET_ITEM(syn->words, j);
-            if ((syn->keys[j] | 1) != h || !PyUnicode_Check(word) || PyUnicode_GET_LENGTH(word) != len)
-                continue;
-            int kind = PyUnicode_KIND(word);
-            const void *data = PyUnicode_DATA(word);
-            Py_ssize_t k = 0;
-            while (k < len && PyUnicode_READ(kind, data, k) == cps[a + k])
-                k++;
-            if (k == len) {
-                out[i] = PyList_GET_ITEM(syn->canon, j);
-                hashes[i] = syn->canon_hashes[j];
-                break;
-            }
+        const SynSlot *hit = ends[i] - a > 1 ? syn_find(syn, hashes[i], cps + a, ends[i] - a) : NULL;
+        if (hit) {
+            out[i] = hit;
+            hashes[i] = hit->canon_hash;
         }
     }
 }
 
-/* The tokens joined into one new str: canonical members where out[i] is one, else the text's own range. */
-static PyObject *joined_ranges(const Py_UCS4 *cps, const int32_t *ends, Py_ssize_t n, PyObject **out)
+/* The tokens joined into one new str: canonical members where out[i] is a slot, else the text's own range. */
+static PyObject *joined_ranges(const Py_UCS4 *cps, const int32_t *ends, Py_ssize_t n, const SynIndex *syn,
+                               const SynSlot **out)
 {
     Py_ssize_t len = 0;
     Py_UCS4 maxchar = 0;
     for (Py_ssize_t i = 0, a = 0; i < n; a = ends[i++]) {
-        if (out[i]) {
-            if (!PyUnicode_Check(out[i])) {
-                PyErr_SetString(PyExc_TypeError, "canon holds a non-str");
-                return NULL;
-            }
-            len += PyUnicode_GET_LENGTH(out[i]);
-            if (PyUnicode_MAX_CHAR_VALUE(out[i]) > maxchar)
-                maxchar = PyUnicode_MAX_CHAR_VALUE(out[i]);
-        } else {
-            len += ends[i] - a;
-            for (Py_ssize_t k = a; k < ends[i]; k++)
-                if (cps[k] > maxchar)
-                    maxchar = cps[k];
-        }
+        const Py_UCS4 *src = out[i] ? syn->cps + out[i]->canon_at : cps + a;
+        Py_ssize_t m = out[i] ? out[i]->canon_len : ends[i] - a;
+        len += m;
+        for (Py_ssize_t k = 0; k < m; k++)
+            if (src[k] > maxchar)
+                maxchar = src[k];
     }
     PyObject *text = PyUnicode_New(len, maxchar);
     if (!text)
@@ -863,22 +751,17 @@ static PyObject *joined_ranges(const Py_UCS4 *cps, const int32_t *ends, Py_ssize
     void *dst = PyUnicode_DATA(text);
     Py_ssize_t at = 0;
     for (Py_ssize_t i = 0, a = 0; i < n; a = ends[i++]) {
-        if (out[i]) {
-            int wk = PyUnicode_KIND(out[i]);
-            const void *src = PyUnicode_DATA(out[i]);
-            for (Py_ssize_t j = 0; j < PyUnicode_GET_LENGTH(out[i]); j++)
-                PyUnicode_WRITE(kind, dst, at++, PyUnicode_READ(wk, src, j));
-        } else {
-            for (Py_ssize_t k = a; k < ends[i]; k++)
-                PyUnicode_WRITE(kind, dst, at++, cps[k]);
-        }
+        const Py_UCS4 *src = out[i] ? syn->cps + out[i]->canon_at : cps + a;
+        Py_ssize_t m = out[i] ? out[i]->canon_len : ends[i] - a;
+        for (Py_ssize_t k = 0; k < m; k++)
+            PyUnicode_WRITE(kind, dst, at++, src[k]);
     }
     return text;
 }
 
 PyDoc_STRVAR(canonical_simhash_text_doc,
-"canonical_simhash_text(segmenter_table, text, keys, starts, bucket_bits, words, canon, canon_hashes, idf_keys,\n"
-"                       idf_values, idf_starts, idf_bucket_bits, median, tfidf) -> (int, str)\n\n"
+"canonical_simhash_text(segmenter_table, text, synonym_table, idf_keys, idf_values, idf_starts, idf_bucket_bits,\n"
+"                       median, tfidf) -> (int, str)\n\n"
 "canonical_simhash(jieba_cut(segmenter_table, text), ...) from the cut's token ends: no token objects.");
 
 static PyObject *canonical_simhash_text(PyObject *self, PyObject *args)
@@ -896,21 +779,22 @@ static PyObject *canonical_simhash_text(PyObject *self, PyObject *args)
     int32_t *ends = NULL;
     Py_ssize_t n = jieba_cut_ends(seg, text, &cps, &ends);
     uint64_t *hashes = n >= 0 ? calloc((size_t)n + 1, sizeof(uint64_t)) : NULL;  /* calloc: as canonical_simhash */
-    PyObject **out = n >= 0 ? malloc(sizeof(PyObject *) * (size_t)n + 1) : NULL, *result = NULL;
+    const SynSlot **out = n >= 0 ? malloc(sizeof(SynSlot *) * (size_t)n + 1) : NULL;
+    PyObject *result = NULL;
     uint64_t fp = 0;
     if (n >= 0 && (!hashes || !out)) {
         PyErr_NoMemory();
     } else if (n >= 0) {
-        canonical_ranges(cps, ends, n, &tables.syn, out, hashes);
+        canonical_ranges(cps, ends, n, tables.syn, out, hashes);
         if (simhash_hashes(hashes, n, &tables.idf, tables.tfidf, &fp) == 0) {
-            PyObject *joined_text = joined_ranges(cps, ends, n, out);
+            PyObject *joined_text = joined_ranges(cps, ends, n, tables.syn, out);
             result = joined_text ? Py_BuildValue("KN", (unsigned long long)fp, joined_text) : NULL;
         }
     }
     free(cps);
     free(ends);
     free(hashes);
-    free(out);
+    free((void *)out);
     sim_tables_release(&tables);
     return result;
 }
@@ -1307,6 +1191,7 @@ static PyMethodDef methods[] = {
     {"dna", dna, METH_VARARGS, dna_doc},
     {"smallest_seeds", smallest_seeds, METH_VARARGS, smallest_seeds_doc},
     {"jieba_table", jieba_table, METH_VARARGS, jieba_table_doc},
+    {"synonym_table", synonym_table, METH_VARARGS, synonym_table_doc},
     {"jieba_cut", jieba_cut, METH_VARARGS, jieba_cut_doc},
     {"jieba_ends", jieba_ends, METH_VARARGS, jieba_ends_doc},
     {NULL, NULL, 0, NULL},
@@ -1320,7 +1205,7 @@ static struct PyModuleDef module = {
 
 /* Bumped when a kernel's arguments or set of kernels change: fingerprint/speedups.py uses a build of
  * another version as no build at all (numpy: same fingerprints), never with the wrong arguments. */
-#define KERNELS_VERSION 3
+#define KERNELS_VERSION 4
 
 PyMODINIT_FUNC PyInit__speedups(void)
 {

@@ -59,7 +59,7 @@ def canonical_simhash(cut: list[str], weighting: str = "tfidf", numpy_only: bool
         return simhash_tokens(canonical, weighting, numpy_only), "".join(canonical)
     check_weighting(weighting)
     keys, values, starts, median, _ = idf_buckets()
-    return kernel.canonical_simhash(cut, *synonyms.kernel_table(), keys, values, starts, BUCKET_BITS, median,
+    return kernel.canonical_simhash(cut, synonyms.kernel_table(), keys, values, starts, BUCKET_BITS, median,
                                     weighting == "tfidf")
 
 
@@ -71,7 +71,7 @@ def canonical_simhash_of(norm: str, tokenizer: Tokenizer, weighting: str = "tfid
         return canonical_simhash(tokenizer.cut(norm), weighting, numpy_only="\x00" in norm)
     check_weighting(weighting)
     keys, values, starts, median, _ = idf_buckets()
-    return kernel.canonical_simhash_text(segmenter.table(), norm, *synonyms.kernel_table(), keys, values, starts,
+    return kernel.canonical_simhash_text(segmenter.table(), norm, synonyms.kernel_table(), keys, values, starts,
                                          BUCKET_BITS, median, weighting == "tfidf")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-KERNELS_VERSION = 3  # the _speedups.c whose kernels and arguments this package calls
+KERNELS_VERSION = 4  # the _speedups.c whose kernels and arguments this package calls
 
 
 def _load() -> ModuleType | None:

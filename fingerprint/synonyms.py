@@ -123,65 +123,49 @@ def canonical_tokens(tokens: Sequence[str]) -> list[str]:
     """Each token replaced by its canonical synonym (tokens outside the thesaurus unchanged)."""
     kernel = speedups.KERNEL
     if kernel is not None and isinstance(tokens, list) and hasattr(kernel, "canonical_tokens"):
-        return kernel.canonical_tokens(tokens, *_kernel_table())   # the same list, 4x faster (_speedups.c)
+        return kernel.canonical_tokens(tokens, kernel_table())   # the same list, 4x faster (_speedups.c)
     table = canonical_map()
     return list(map(table.get, tokens, tokens))
 
 
-_BUCKET_BITS = 14
-
-
-def _kernel_table() -> tuple[np.ndarray, np.ndarray, int, list[str], list[str]]:
-    """canonical_map() for the compiled kernel: word hashes (tokens.py's) sorted and bucketed by their top
-    bits, with the words (compared on a hash hit, so the kernel answers exactly as the dict) and their
-    canonical members in the same order."""
-    return kernel_table()[:5]
+@lru_cache(maxsize=1)
+def kernel_table() -> object:
+    """canonical_map() for the compiled kernels (_syntable.c): the words and their canonical members as code
+    points in one hash table, so a look-up touches no str object. Built once a process from kernel_words()."""
+    return speedups.KERNEL.synonym_table(*kernel_words())
 
 
 @lru_cache(maxsize=1)
-def kernel_table() -> tuple:
-    """_kernel_table() and the hash of each canonical member (what _speedups.canonical_simhash takes), read
-    from one cache file named by a digest of the thesaurus and the code that builds it (~5 ms; building it,
-    with canonical_map, takes ~80 ms of every process start)."""
-    from fingerprint import tokens
-
-    sources = [_thesaurus_bytes(), Path(__file__).read_bytes(), Path(tokens.__file__).read_bytes()]
-    path = cache_dir() / f"synkernel-{digest(sources)}.npz"
+def kernel_words() -> tuple[list[str], list[str]]:
+    """canonical_map()'s words (sorted) and their canonical members, read from one cache file named by a
+    digest of the thesaurus and the code that builds it (~5 ms; building it, with canonical_map, takes ~80 ms
+    of every process start)."""
+    sources = [_thesaurus_bytes(), Path(__file__).read_bytes()]
+    path = cache_dir() / f"synwords-{digest(sources)}.npz"
     try:
-        z = load_npz(path, ("keys", "starts", "words", "canon", "canon_hashes"))
+        z = load_npz(path, ("words", "canon"))
         words, canon = (bytes(z[k]).decode("utf-8").split("\n") for k in ("words", "canon"))
-        return z["keys"], z["starts"], _BUCKET_BITS, words, canon, z["canon_hashes"]
+        return words, canon
     except (OSError, ValueError, KeyError, EOFError):
         pass
-    table = _build_kernel_table()
-    _save_kernel_table(table, path)
+    table = _build_kernel_words()
+    _save_kernel_words(table, path)
     return table
 
 
-def _build_kernel_table() -> tuple:
-    """kernel_table() from canonical_map()."""
-    from fingerprint.tokens import hash_text_tokens
-
+def _build_kernel_words() -> tuple[list[str], list[str]]:
+    """kernel_words() from canonical_map()."""
     table = canonical_map()
     words = sorted(table)
-    hashes = hash_text_tokens(words)
-    order = np.argsort(hashes, kind="stable")
-    keys = np.ascontiguousarray(hashes[order])
-    ranked = [words[i] for i in order.tolist()]
-    buckets = (keys >> np.uint64(64 - _BUCKET_BITS)).astype(np.int64)
-    starts = np.searchsorted(buckets, np.arange((1 << _BUCKET_BITS) + 1)).astype(np.int64)
-    canon = [table[w] for w in ranked]
-    return keys, starts, _BUCKET_BITS, ranked, canon, np.ascontiguousarray(hash_text_tokens(canon), dtype=np.uint64)
+    return words, [table[w] for w in words]
 
 
-def _save_kernel_table(table: tuple, path: Path) -> None:
-    """Write the kernel table atomically (words one a line: no thesaurus word holds a line break)."""
-    keys, starts, _, words, canon, canon_hashes = table
-    if any("\n" in w for w in words + canon):
+def _save_kernel_words(table: tuple[list[str], list[str]], path: Path) -> None:
+    """Write the word lists atomically (one a line: no thesaurus word holds a line break)."""
+    if any("\n" in w for w in table[0] + table[1]):
         return
-    text = {name: np.frombuffer("\n".join(v).encode("utf-8"), dtype=np.uint8)
-            for name, v in (("words", words), ("canon", canon))}
-    save_atomic(path, lambda f: np.savez(f, keys=keys, starts=starts, canon_hashes=canon_hashes, **text))
+    text = {name: np.frombuffer("\n".join(v).encode("utf-8"), dtype=np.uint8) for name, v in zip(("words", "canon"), table)}
+    save_atomic(path, lambda f: np.savez(f, **text))
 
 
 @lru_cache(maxsize=1)

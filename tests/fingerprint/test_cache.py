@@ -58,7 +58,7 @@ def _loaders() -> dict:
     from fingerprint import segmenter, synonyms, tokens
 
     normalize = import_module("fingerprint.normalize")   # the package's `normalize` is the function
-    return {"synonym kernel": synonyms.kernel_table.__wrapped__, "idf buckets": tokens.idf_buckets.__wrapped__,
+    return {"synonym kernel": synonyms.kernel_words.__wrapped__, "idf buckets": tokens.idf_buckets.__wrapped__,
             "segmenter": segmenter.load_arrays, "normalize lut": normalize._lut.__wrapped__}
 
 

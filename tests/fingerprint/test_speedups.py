@@ -11,6 +11,7 @@ from fingerprint.dna import SEED_PARAMS, DnaParams, letter_stream
 from fingerprint.document import fingerprint_text
 from fingerprint.matcher import MatchParams, _Letters, align
 from fingerprint.seeds import smallest_seeds
+from fingerprint.segmenter import table as segmenter_table
 from fingerprint.simhash import canonical_simhash
 from fingerprint.synonyms import canonical_map, kernel_table
 from fingerprint.tokens import BUCKET_BITS, idf_buckets
@@ -192,13 +193,31 @@ def test_bad_arguments_raise_instead_of_reading_past_a_buffer():
         KERNEL.smallest_seeds(np.zeros(30, dtype=np.uint16), 8, 12, 12)
     with pytest.raises(ValueError):
         KERNEL.smallest_seeds(np.zeros(30, dtype=np.uint8), 8, 13, 12)
-    syn = list(kernel_table())
+    syn = kernel_table()
     idf = (keys, values, starts, BUCKET_BITS, median, True)
     with pytest.raises(TypeError, match="token 1 is int"):
-        KERNEL.canonical_simhash(["天", 7], *syn, *idf)
-    with pytest.raises(ValueError, match="canon_hashes"):
-        KERNEL.canonical_simhash(["天"], *syn[:5], syn[5][:10], *idf)
+        KERNEL.canonical_simhash(["天", 7], syn, *idf)
+    with pytest.raises(TypeError, match="synonym_table"):
+        KERNEL.canonical_simhash(["天"], segmenter_table(), *idf)
+    with pytest.raises(TypeError, match="synonym_table"):
+        KERNEL.canonical_tokens(["天天"], object())
     with pytest.raises(ValueError, match="differ in length"):
-        KERNEL.canonical_simhash(["天"], *syn[:4], syn[4][:10], syn[5], *idf)
-    with pytest.raises(ValueError, match="starts"):
-        KERNEL.canonical_simhash(["天"], syn[0], syn[1][:100], *syn[2:], *idf)
+        KERNEL.synonym_table(["天天", "地地"], ["天"])
+    with pytest.raises(TypeError, match="canon 1 is not str"):
+        KERNEL.synonym_table(["天天", "地地"], ["天", 7])
+
+
+def test_the_synonym_table_answers_from_its_own_copy_of_the_words():
+    """A token equal to a word of two or more characters becomes its canonical member (the first, of a word
+    given twice); code points outside the BMP and a canonical member wider than its word are kept; the table
+    does not change when the caller's lists do."""
+    if not hasattr(KERNEL, "synonym_table"):
+        pytest.skip("built without the compiled kernels")
+    words, canon = ["天天", "地地", "天天", "𠀀𠀁", "好"], ["日日", "土", "月月", "𠀂", "佳"]
+    table = KERNEL.synonym_table(words, canon)
+    words[0], canon[0] = "人人", "x"
+    tokens = ["天天", "地地", "天", "人人", "𠀀𠀁", "好", "天天天", 7]
+    assert KERNEL.canonical_tokens(tokens, table) == ["日日", "土", "天", "人人", "𠀂", "好", "天天天", 7]
+    idf = (*idf_buckets()[:3], BUCKET_BITS, idf_buckets()[3], True)
+    fp, text = KERNEL.canonical_simhash(["𠀀𠀁", "地地", "x"], table, *idf)
+    assert text == "𠀂土x" and fp == KERNEL.canonical_simhash(["𠀂", "土", "x"], table, *idf)[0]
