@@ -185,6 +185,7 @@ def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> o
         raise ValueError(f"unknown spool operation {op!r}")
     return None
 
+
 def _replay_join(store: Any, a: dict, stats: dict) -> object:
     """A join a save could not make, made now; kept in the spool while the page that stands is still on its way
     (claimed, not landed), dropped when one of the two pages never will land (no page, no claim: nothing to join)."""

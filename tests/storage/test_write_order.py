@@ -576,14 +576,13 @@ def test_a_join_waits_for_the_save_of_the_page_that_stands_in_another_crawlers_f
     assert pages == [e.page_id] and copies == {w.page_id: e.page_id}, (pages, copies)
 
 
-def test_a_join_whose_standing_page_never_lands_defers_the_decision(store, store_config, monkeypatch):
-    """B kept E and died before its save: A's join cannot be made now, and says so; the engine's join raises
-    LookupUnavailable, so A's page is decided again by the spool replay rather than left standing beside E."""
+def _claimed_by_a_crawler_that_died(store, store_config, monkeypatch) -> tuple[DedupDoc, DedupDoc]:
+    """(E, W) of one story: E (day 14) kept by crawler B, which closed before its save (E's claim stays in
+    Redis); W (day 17) saved by this store. Joins wait for E's save for a few milliseconds only."""
     import storage.kept
-
-    monkeypatch.setattr(storage.kept, "SETTLE_POLL", (0.01, 0.02))
     from storage import open_store
 
+    monkeypatch.setattr(storage.kept, "SETTLE_POLL", (0.01, 0.02))
     e, w = _doc("e" * 32, STORY, 14), _doc("w" * 32, STORY, 17)
     b = open_store(store_config)
     try:
@@ -591,6 +590,13 @@ def test_a_join_whose_standing_page_never_lands_defers_the_decision(store, store
     finally:
         b.close()
     store.save_pages([_page(w)])
+    return e, w
+
+
+def test_a_join_whose_standing_page_never_lands_defers_the_decision(store, store_config, monkeypatch):
+    """B kept E and died before its save: A's join cannot be made now, and says so; the engine's join raises
+    LookupUnavailable, so A's page is decided again by the spool replay rather than left standing beside E."""
+    e, w = _claimed_by_a_crawler_that_died(store, store_config, monkeypatch)
     assert store._join(w.page_id, e.page_id, "passages") is False
     with pytest.raises(LookupUnavailable, match="cannot be read yet"):
         RedisDedupIndex(store).join(w, e.page_id, "passages")
@@ -1060,18 +1066,10 @@ def test_a_join_a_save_could_not_make_waits_in_the_spool_for_the_replay(store, s
     It used to leave W and E both standing until the next store open's repair; it now waits in the spool, which
     the crawl replays at its close. E landed by then: one page stands. E never lands (B died, its claim expired):
     the entry goes, W stands alone."""
-    import storage.kept
     from storage import open_store
     from storage.dedup_index import date_key, text_key
 
-    monkeypatch.setattr(storage.kept, "SETTLE_POLL", (0.01, 0.02))
-    e, w = _doc("e" * 32, STORY, 14), _doc("w" * 32, STORY, 17)
-    b = open_store(store_config)
-    try:
-        assert _engine(b).decide(e).kind == "new"
-    finally:
-        b.close()
-    store.save_pages([_page(w)])
+    e, w = _claimed_by_a_crawler_that_died(store, store_config, monkeypatch)
     copy = {"url": w.url, "content_hash": w.content_hash, "original_id": e.page_id, "method": "exact"}
     assert store.join_stored_copies([copy]) == 1
     assert _state(store) == ([w.page_id], {}) and store.spool.count() == 1
