@@ -164,7 +164,8 @@ def _save_kernel_words(table: tuple[list[str], list[str]], path: Path) -> None:
     """Write the word lists atomically (one a line: no thesaurus word holds a line break)."""
     if any("\n" in w for w in table[0] + table[1]):
         return
-    text = {name: np.frombuffer("\n".join(v).encode("utf-8"), dtype=np.uint8) for name, v in zip(("words", "canon"), table)}
+    text = {name: np.frombuffer("\n".join(v).encode("utf-8"), dtype=np.uint8)
+            for name, v in zip(("words", "canon"), table)}
     save_atomic(path, lambda f: np.savez(f, **text))
 
 

@@ -412,8 +412,8 @@ class Connection:
         elif op == "recheck":     # a lookup that could not be answered yet, not an outage
             log.info("page %s: dedup decision deferred (%s), spooled to %s", args.get("page_id"), args.get("why"), path)
         elif op == "join_pages":  # a page another crawler has in flight, not an outage
-            log.warning("pages %s and %s tell one story but cannot be joined yet (the page that stands has not landed); "
-                        "spooled to %s", args.get("displacer"), args.get("original"), path)
+            log.warning("pages %s and %s tell one story but cannot be joined yet (the page that stands has not "
+                        "landed); spooled to %s", args.get("displacer"), args.get("original"), path)
         else:
             log.warning("%s: server unavailable, spooled to %s", op, path)
 
