@@ -22,6 +22,7 @@ import signal
 import socket
 import threading
 from collections import deque
+from concurrent.futures import Future
 from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -231,6 +232,7 @@ class WorkerPool:
         self.warmed: set[Callable[[], None]] = set()
         self.lock = threading.Lock()   # started from the early-start thread and from open_spider
         self.closed = False   # closed once: a start still on its way (early start) starts nothing
+        self.starting: list[Future] = []   # starts begun by start_soon: run() waits for them
 
     @property
     def started(self) -> bool:
@@ -255,8 +257,32 @@ class WorkerPool:
             for channel in self.channels:
                 channel.warm(warm_up)
 
+    def start_soon(self, *warm_ups: Callable[[], None]) -> None:
+        """start() each warm-up in a background thread, and return: a spawn waits for the forkserver's own
+        warm-up (~1 s of CPU on a fresh start), and the spider's first requests need not wait with it. The
+        first run() waits for it instead. A start that fails leaves the work to the crawler process."""
+        if self.broken or self.size <= 0 or not warm_ups:
+            return
+        done: Future = Future()
+        self.starting.append(done)
+        threading.Thread(target=self._start_all, args=(warm_ups, done), name="zhdedup-workers-start",
+                         daemon=True).start()
+
+    def _start_all(self, warm_ups: tuple[Callable[[], None], ...], done: Future) -> None:
+        try:
+            for warm_up in warm_ups:
+                self.start(warm_up)
+        except Exception as exc:
+            logger.warning("worker processes could not start (%s): the crawler process does their work", exc)
+            self.broken = True
+        finally:
+            done.set_result(None)
+
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """fn(*args) in a worker process, or here when there is no (working) pool."""
+        for done in self.starting:
+            if not done.done():
+                await asyncio.wrap_future(done)
         if not self.channels or self.broken:
             return fn(*args)
         channel = min(self.channels, key=lambda c: len(c.pending))

@@ -6,11 +6,10 @@ server starts; the pipeline reports it as before."""
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any, Callable
 
 from pipelines._worker_tasks import warm_up_extract, warm_up_fingerprint
-from pipelines._workers import WorkerPool, pool_for, pool_of, start_forkserver, worker_count
+from pipelines._workers import pool_for, pool_of, start_forkserver, worker_count
 from pipelines.crawl_store import open_early
 from pipelines.errors import CrawlCannotStart
 from pipelines.params import dedup_params
@@ -32,8 +31,7 @@ def start_early(crawler: Any, pipelines: set[str]) -> None:
     if pipelines.intersection(STORE_PIPELINES):
         open_early(crawler)
     if warm_ups:
-        threading.Thread(target=_warm, args=(pool_for(crawler), warm_ups), name="zhdedup-workers-start",
-                         daemon=True).start()
+        pool_for(crawler).start_soon(*warm_ups)
 
 
 def start_forkserver_early(settings: Any, pipelines: set[str]) -> None:
@@ -53,15 +51,6 @@ def _warm_ups(settings: Any, pipelines: set[str]) -> list[Callable[[], None]] | 
                 if path in pipelines and worker_count(settings, name) > 0]
     except CrawlCannotStart:
         return None
-
-
-def _warm(pool: WorkerPool, warm_ups: list[Callable[[], None]]) -> None:
-    """Start the pool's processes with each warm-up (the pipelines' own start then finds them started)."""
-    try:
-        for warm_up in warm_ups:
-            pool.start(warm_up)
-    except Exception as exc:  # only a head start: the pipelines start the pool themselves
-        logger.debug("early start of the worker processes failed: %s", exc)
 
 
 def stop_workers(crawler: Any) -> None:

@@ -77,9 +77,10 @@ class ExtractPipeline:
                    drained=crawl_drained(crawler))
 
     def open_spider(self, spider: Any = None) -> None:
-        """Start and warm up the worker processes, when extraction uses them."""
+        """Begin starting and warming the worker processes, when extraction uses them (the first page waits
+        for them, not the spider's first requests)."""
         if self.pool is not None:
-            self.pool.start(_warm_up)
+            self.pool.start_soon(_warm_up)
 
     def close_spider(self, spider: Any = None) -> None:
         """Stop the worker processes once the last item is through (their CPU goes into the stats now,

@@ -33,12 +33,12 @@ class FingerprintPipeline:
         return cls(crawler.stats, pool_for(crawler) if workers > 0 else None)
 
     def open_spider(self, spider=None) -> None:
-        """Load the tokenizer and IDF tables now (seconds, once) rather than on the first page, here or in
-        each worker process."""
+        """Load the tokenizer and IDF tables now (seconds, once) rather than on the first page: here, or in
+        each worker process as it starts (the first page waits for that, not the spider's first requests)."""
         if self.pool is None:
             _warm_up()
         else:
-            self.pool.start(_warm_up)
+            self.pool.start_soon(_warm_up)
 
     def close_spider(self, spider=None) -> None:
         """Stop the worker processes once the last item is through (see ExtractPipeline.close_spider)."""
