@@ -269,6 +269,7 @@ class WorkerPool:
                          daemon=True).start()
 
     def _start_all(self, warm_ups: tuple[Callable[[], None], ...], done: Future) -> None:
+        """start_soon's thread: done is set however the start ends, so that no page waits for ever."""
         try:
             for warm_up in warm_ups:
                 self.start(warm_up)
@@ -279,7 +280,8 @@ class WorkerPool:
             done.set_result(None)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """fn(*args) in a worker process, or here when there is no (working) pool."""
+        """fn(*args) in a worker process (once a start on its way has ended), or here when there is no
+        (working) pool."""
         for done in self.starting:
             if not done.done():
                 await asyncio.wrap_future(done)

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from multiprocessing import forkserver
 from pathlib import Path
 
@@ -177,10 +178,8 @@ def test_the_workers_forkserver_preloads_the_fast_exit_last():
     assert forkserver._forkserver._preload_modules == list(PRELOAD)
 
 
-def _held_spawn(monkeypatch) -> "threading.Event":
+def _held_spawn(monkeypatch) -> threading.Event:
     """The pool's spawn held until the returned event is set, as a spawn waits for a forkserver still warming."""
-    import threading
-
     from pipelines import _workers
 
     go, spawn = threading.Event(), _workers._spawn
@@ -196,30 +195,31 @@ def _held_spawn(monkeypatch) -> "threading.Event":
 def test_the_spider_opens_while_the_workers_start_and_the_first_page_waits_for_them(monkeypatch):
     """open_spider returns while the spawn still waits (the first requests need not wait for the workers);
     the first page then waits for them and is done in a worker, not here."""
-    import threading
-
     from scrapy.utils.test import get_crawler
 
     from pipelines.extract import ExtractPipeline
 
     go = _held_spawn(monkeypatch)
     ex = ExtractPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_EXTRACT_WORKERS": 1}))
-    opened = threading.Thread(target=ex.open_spider)
-    opened.start()
-    opened.join(10)
-    if opened.is_alive():   # it waits for the spawn: let that go before failing
+    try:
+        opened = threading.Thread(target=ex.open_spider)
+        opened.start()
+        opened.join(10)
+        if opened.is_alive():   # it waits for the spawn: let that go before failing
+            go.set()
+            opened.join(60)
+            pytest.fail("open_spider waited for the worker processes")
+        assert not ex.pool.started
+
+        async def first_page():
+            threading.Timer(0.3, go.set).start()
+            return await ex.pool.run(os.getpid)
+
+        pid = asyncio.run(first_page())
+        assert pid != os.getpid() and pid in ex.pool.pids() and not ex.pool.broken
+    finally:
         go.set()
-        opened.join(60)
-        pytest.fail("open_spider waited for the worker processes")
-    assert not ex.pool.started
-
-    async def first_page():
-        threading.Timer(0.3, go.set).start()
-        return await ex.pool.run(os.getpid)
-
-    pid = asyncio.run(first_page())
-    assert pid != os.getpid() and pid in ex.pool.pids() and not ex.pool.broken
-    ex.pool.close()
+        ex.pool.close()
 
 
 def test_workers_that_cannot_start_leave_the_work_here(monkeypatch, caplog):
