@@ -260,7 +260,9 @@ class WorkerPool:
     def start_soon(self, *warm_ups: Callable[[], None]) -> None:
         """start() each warm-up in a background thread, and return: a spawn waits for the forkserver's own
         warm-up (~1 s of CPU on a fresh start), and the spider's first requests need not wait with it. The
-        first run() waits for it instead. A start that fails leaves the work to the crawler process."""
+        first run() waits for it instead. A start that fails leaves the work to the crawler process. Warm-ups
+        already begun (the early start's, when the pipelines open) get no thread of their own."""
+        warm_ups = tuple(w for w in warm_ups if w not in self.warmed)   # start() checks again, under the lock
         if self.broken or self.size <= 0 or not warm_ups:
             return
         done: Future = Future()
