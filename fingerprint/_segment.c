@@ -195,13 +195,29 @@ static inline uint32_t child(const Table *t, uint32_t node, Py_UCS4 ch, double *
     }
 }
 
-/* Asks for the slot of the edge node -> ch ahead of its use (node 0: none). */
-static inline void prefetch_edge(const Table *t, uint32_t node, Py_UCS4 ch)
+/* Asks for the slot of the edge with this key ahead of its use. */
+static inline void prefetch_slot(const Table *t, uint64_t key)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    if (node && may_have(t, EDGE_KEY(node, ch)))
-        __builtin_prefetch(&t->edges[EDGE_HASH(t, EDGE_KEY(node, ch))]);
+    __builtin_prefetch(&t->edges[EDGE_HASH(t, key)]);
 #endif
+}
+
+/* Asks for the filter's word of the edge node -> ch ahead of prefetch_edge's look at it (node 0: none). */
+static inline void prefetch_filter(const Table *t, uint32_t node, Py_UCS4 ch)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (node)
+        __builtin_prefetch(&t->filter[FILTER_WORD(FILTER_MIX(EDGE_KEY(node, ch)))]);
+#endif
+}
+
+/* Asks for the slot of the edge node -> ch ahead of its use, when the filter says it may be there (node 0:
+ * none). */
+static inline void prefetch_edge(const Table *t, uint32_t node, Py_UCS4 ch)
+{
+    if (node && may_have(t, EDGE_KEY(node, ch)))
+        prefetch_slot(t, EDGE_KEY(node, ch));
 }
 
 /* The hash table of the edges below the root (see child()); -1 when out of memory. */
@@ -241,8 +257,8 @@ static int build_edges(Table *t)
         for (int32_t c = t->node[p].first; c < t->node[p + 1].first; c++)
             parent[c] = (int32_t)p;
     for (int32_t c = t->node[1].first; c < t->nodes; c++) {
-        if (c + PREFETCH_AHEAD < t->nodes)
-            prefetch_edge(t, (uint32_t)parent[c + PREFETCH_AHEAD], t->node[c + PREFETCH_AHEAD].cp & ~WORD);
+        if (c + PREFETCH_AHEAD < t->nodes)   /* not through the filter: it is being filled */
+            prefetch_slot(t, EDGE_KEY(parent[c + PREFETCH_AHEAD], t->node[c + PREFETCH_AHEAD].cp & ~WORD));
         uint64_t key = EDGE_KEY(parent[c], t->node[c].cp & ~WORD);
         uint64_t i = EDGE_HASH(t, key);
         while (t->edges[i].slot)
@@ -275,10 +291,13 @@ static void route(Cut *c, Py_ssize_t a, Py_ssize_t b)
     double *prob = c->s->prob, *lf2 = c->s->lf2;
     int32_t *next = c->s->next;
     uint32_t *n2 = c->s->n2;
-    /* First every position's second step (text[x] -> text[x + 1]), each slot asked for ahead of its use:
-     * these hash look-ups miss the cache, and independent ones overlap. */
+    /* First every position's second step (text[x] -> text[x + 1]), each filter word and then each slot asked
+     * for ahead of its use: these look-ups miss the cache, and independent ones overlap. */
     n2[b - 1] = 0;
     for (Py_ssize_t x = b - 2; x >= a; x--) {
+        Py_ssize_t far = x - 2 * PREFETCH_AHEAD;
+        if (far >= a)
+            prefetch_filter(t, t->root[text[far] < ROOT_SIZE ? text[far] : 0], text[far + 1]);
         if (x - PREFETCH_AHEAD >= a)
             prefetch_edge(t, t->root[text[x - PREFETCH_AHEAD] < ROOT_SIZE ? text[x - PREFETCH_AHEAD] : 0],
                           text[x - PREFETCH_AHEAD + 1]);
@@ -287,8 +306,11 @@ static void route(Cut *c, Py_ssize_t a, Py_ssize_t b)
     }
     prob[b] = 0.0;
     for (Py_ssize_t x = b - 1; x >= a; x--) {
+        Py_ssize_t far = x - 2 * PREFETCH_AHEAD;
+        if (far >= a && far + 2 < b && n2[far])
+            prefetch_filter(t, n2[far] & ~WORD, text[far + 2]);   /* the third step */
         if (x - PREFETCH_AHEAD >= a && x - PREFETCH_AHEAD + 2 < b && n2[x - PREFETCH_AHEAD])
-            prefetch_edge(t, n2[x - PREFETCH_AHEAD] & ~WORD, text[x - PREFETCH_AHEAD + 2]);  /* the third step */
+            prefetch_edge(t, n2[x - PREFETCH_AHEAD] & ~WORD, text[x - PREFETCH_AHEAD + 2]);
         int found = 0;
         double best = 0.0, lf = 0.0;
         Py_ssize_t best_end = x + 1;
