@@ -216,8 +216,10 @@ static inline void prefetch_filter(const Table *t, uint32_t node, Py_UCS4 ch)
  * none). */
 static inline void prefetch_edge(const Table *t, uint32_t node, Py_UCS4 ch)
 {
+#if defined(__GNUC__) || defined(__clang__)
     if (node && may_have(t, EDGE_KEY(node, ch)))
         prefetch_slot(t, EDGE_KEY(node, ch));
+#endif
 }
 
 /* The hash table of the edges below the root (see child()); -1 when out of memory. */
