@@ -257,7 +257,7 @@ class RedisDedupIndex:
     def join(self, doc: DedupDoc, other: str, method: str) -> None:
         """doc and other tell one story: the store keeps the earlier published, the other becomes its copy."""
         try:
-            joined = self.store._join(doc.page_id, other, method)
+            joined = self.store._join(doc.page_id, other, method, deciding=doc.page_id)
         except StorageUnavailable as e:
             raise LookupUnavailable(f"joining {doc.page_id} and {other}: {e.detail}") from e
         if not joined:   # decided again by the spool replay, once the page that stands can be read

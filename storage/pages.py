@@ -284,16 +284,20 @@ class PageStore(DuplicateStore):
         if not self._join(displacer, original, method):
             self._spool("join_pages", displacer=displacer, original=original, method=method)
 
-    def _join(self, displacer: str, original: str, method: str) -> bool:
+    def _join(self, displacer: str, original: str, method: str, deciding: str | None = None) -> bool:
         """The copy that displaced a page copies that page's original too: one story, so one of the two stands
         (`_standing`: the earlier published, else the same page whichever crawler joins them). False when they
         could not be joined now: the page that stands cannot be read even once its crawler's save was awaited,
-        or displacements kept racing (the caller's decision is made again later, else the next crawl joins them)."""
+        one of the two is kept undecided (its own decision, in a spool, comes first), or displacements kept
+        racing (the caller's decision is made again later, else the next crawl joins them). `deciding`: the
+        page whose decision the caller is making, which stands for it even while its mark is still set."""
         for _ in range(MAX_JOINS):
             a, b = self.resolve_original(displacer)[0], self.resolve_original(original)[0]
             if a == b:   # one page stands for both: a record calling it a copy (of itself) goes
                 self._drop_own_record(a)
                 return True
+            if self._kept_undecided({a, b} - {deciding}):
+                return False
             keep, lose = self._standing(a, b)
             keys = kept.keys_once_saved(self, keep)
             if keys is None:
@@ -307,6 +311,18 @@ class PageStore(DuplicateStore):
                 return True
         log.error("pages %s and %s: displacements kept racing; left to the next crawl", displacer, original)
         return False
+
+    def _kept_undecided(self, page_ids: set[str]) -> bool:
+        """Whether one of the pages is kept with its dedup decision waiting in a spool. Such a page stands for no
+        other yet: joined, an undated one stood over a dated copy, whose record then followed it when its own
+        decision found it a copy of a later-dated page (invariant seed 9201)."""
+        if not page_ids:
+            return False
+        held = self._retry("mongo", self.pages.find_one,
+                           {"_id": {"$in": [to_oid(i) for i in sorted(page_ids)]}, "undecided": True}, {"_id": 1})
+        if held is not None:
+            log.info("page %s is kept undecided: its join waits for its own decision", held["_id"])
+        return held is not None
 
     def _standing(self, a: str, b: str) -> tuple[str, str]:
         """(page that stands, page that goes) of two pages telling one story, the same whichever crawler asks

@@ -122,9 +122,14 @@ def _replay_postponed(store: Any, replay: _Replay, stats: dict) -> None:
         if len(replay.later) == len(todo):
             break
     for entry in replay.later:
+        stats["failed"] += 1
+        if entry["op"] == "join_pages":   # a page of the two still kept undecided: its decision is not here
+            log.warning("spooled join of pages %s and %s: one is kept undecided; kept in the spool",
+                        entry["args"]["displacer"], entry["args"]["original"])
+            store._spool(entry["op"], **entry["args"])
+            continue
         pid = entry["args"]["page_id"]
         why = replay.index.postponed.get(pid, "postponed")
-        stats["failed"] += 1
         log.warning("spooled check of page %s: %s; kept in the spool", pid, why)
         store._spool(entry["op"], **{**entry["args"], "why": why})
 
@@ -187,11 +192,14 @@ def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> o
 
 
 def _replay_join(store: Any, a: dict, stats: dict) -> object:
-    """A join a save could not make, made now; kept in the spool while the page that stands is still on its way
-    (claimed, not landed), dropped when one of the two pages never will land (no page, no claim: nothing to join)."""
+    """A join a save could not make, made now; POSTPONED while one of the two pages is kept undecided (its decision
+    may come later in this spool), kept in the spool while the page that stands is still on its way (claimed, not
+    landed), dropped when one of the two pages never will land (no page, no claim: nothing to join)."""
     if store._join(a["displacer"], a["original"], a["method"]):
         return None
     ends = {store.resolve_original(p)[0] for p in (a["displacer"], a["original"])}
+    if store._kept_undecided(ends):
+        return POSTPONED
     gone = [p for p in ends if kept.keys_of(store, p) is None and not kept.claimed(store, p)]
     if gone:
         log.info("spooled join of pages %s and %s: page %s never landed; nothing to join", a["displacer"],

@@ -794,6 +794,34 @@ def test_a_dated_copy_of_an_undated_page_kept_undecided_waits_for_its_decision_i
         (pages, copies)
 
 
+@pytest.mark.parametrize("join_first", [False, True])
+def test_a_page_kept_undecided_stands_for_no_other_until_its_own_decision(store, join_first):
+    """Seed 9201 (embedded, redis_wipe, two crawlers): D (day 12) stood; C (day 6) and U (undated), the same
+    story, were kept with their decisions spooled. Another crawler recorded U's URL a copy of C, and that record's
+    join made U stand over C (of an undated and a dated page the undated one stands). U's replayed decision then
+    found U a copy of D, and C's record followed U to D, which stood for a story whose earliest page is C. The
+    join now waits in the spool until the pages' own decisions are made, in whichever order the spool holds them."""
+    late, early, undated = _doc("d" * 32, STORY, 12), _doc("c" * 32, STORY, 6), _doc("u" * 32, STORY, None)
+    assert _engine(store).decide(late).kind == "new"
+    store.save_pages([_page(late)])
+    store.save_pages([{**_page(early), "undecided": True}, {**_page(undated), "undecided": True}])
+    checks = [("recheck", {"page_id": d.page_id, "k": store.config.simhash_k, "why": "Redis away"})
+              for d in (early, undated)]
+    store.record_duplicates([{**_copy(undated, early.page_id), "content_hash": undated.content_hash}])
+    assert store.spool.count() == 1 and store.demotions.count_documents({}) == 0   # the join waits
+    store.spool.rotate()
+    joins = [e for p in store.spool.pending() for e in store.spool.entries(p)]
+    assert [e["op"] for e in joins] == ["join_pages"], joins
+    for p in store.spool.pending():
+        p.unlink()
+    _spooled_by_another_crawler(store, *([(e["op"], e["args"]) for e in joins] + checks if join_first
+                                         else checks + [(e["op"], e["args"]) for e in joins]))
+    assert store.replay_spool()["failed"] == 0 and store.spool.count() == 0
+    pages, copies = _state(store)
+    assert pages == [early.page_id] and copies == {late.page_id: early.page_id, undated.page_id: early.page_id}, \
+        (pages, copies)
+
+
 def test_a_decision_that_waits_for_a_page_no_replay_here_decides_stays_in_the_spool(store):
     """U's decision is in a spool this replay does not hold (a crawler still running): A's waits with it, in
     the spool, said in the log; A stays kept undecided, out of every index repair, until a replay decides it."""
