@@ -288,17 +288,17 @@ class PageStore(DuplicateStore):
         """The copy that displaced a page copies that page's original too: one story, so one of the two stands
         (`_standing`: the earlier published, else the same page whichever crawler joins them). False when they
         could not be joined now: the page that stands cannot be read even once its crawler's save was awaited,
-        one of the two is kept undecided (its own decision, in a spool, comes first), or displacements kept
-        racing (the caller's decision is made again later, else the next crawl joins them). `deciding`: the
-        page whose decision the caller is making, which stands for it even while its mark is still set."""
+        the one that would stand is kept undecided (its own decision, in a spool, comes first), or displacements
+        kept racing (the caller's decision is made again later, else the next crawl joins them). `deciding`: the
+        page whose decision the caller is making, which may stand for it even while its mark is still set."""
         for _ in range(MAX_JOINS):
             a, b = self.resolve_original(displacer)[0], self.resolve_original(original)[0]
             if a == b:   # one page stands for both: a record calling it a copy (of itself) goes
                 self._drop_own_record(a)
                 return True
-            if self._kept_undecided({a, b} - {deciding}):
-                return False
             keep, lose = self._standing(a, b)
+            if keep != deciding and self._kept_undecided(keep):
+                return False
             keys = kept.keys_once_saved(self, keep)
             if keys is None:
                 log.warning("page %s copies page %s but neither its page nor its keys can be read (its save has "
@@ -312,16 +312,13 @@ class PageStore(DuplicateStore):
         log.error("pages %s and %s: displacements kept racing; left to the next crawl", displacer, original)
         return False
 
-    def _kept_undecided(self, page_ids: set[str]) -> bool:
-        """Whether one of the pages is kept with its dedup decision waiting in a spool. Such a page stands for no
-        other yet: joined, an undated one stood over a dated copy, whose record then followed it when its own
-        decision found it a copy of a later-dated page (invariant seed 9201)."""
-        if not page_ids:
-            return False
-        held = self._retry("mongo", self.pages.find_one,
-                           {"_id": {"$in": [to_oid(i) for i in sorted(page_ids)]}, "undecided": True}, {"_id": 1})
+    def _kept_undecided(self, page_id: str) -> bool:
+        """Whether the page is kept with its dedup decision waiting in a spool. Such a page stands for no other
+        yet: joined, an undated one stood over a dated copy, whose record then followed it when its own decision
+        found it a copy of a later-dated page (invariant seed 9201). It may still become another page's copy."""
+        held = self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id), "undecided": True}, {"_id": 1})
         if held is not None:
-            log.info("page %s is kept undecided: its join waits for its own decision", held["_id"])
+            log.info("page %s is kept undecided: the join that keeps it waits for its own decision", page_id)
         return held is not None
 
     def _standing(self, a: str, b: str) -> tuple[str, str]:

@@ -123,9 +123,9 @@ def _replay_postponed(store: Any, replay: _Replay, stats: dict) -> None:
             break
     for entry in replay.later:
         stats["failed"] += 1
-        if entry["op"] == "join_pages":   # a page of the two still kept undecided: its decision is not here
-            log.warning("spooled join of pages %s and %s: one is kept undecided; kept in the spool",
-                        entry["args"]["displacer"], entry["args"]["original"])
+        if entry["op"] == "join_pages":   # the page that would stand is still undecided: its decision is not here
+            log.warning("spooled join of pages %s and %s: the one that would stand is kept undecided; kept in the "
+                        "spool", entry["args"]["displacer"], entry["args"]["original"])
             store._spool(entry["op"], **entry["args"])
             continue
         pid = entry["args"]["page_id"]
@@ -192,13 +192,13 @@ def _replay_one(store: Any, op: str, a: dict, replay: _Replay, stats: dict) -> o
 
 
 def _replay_join(store: Any, a: dict, stats: dict) -> object:
-    """A join a save could not make, made now; POSTPONED while one of the two pages is kept undecided (its decision
-    may come later in this spool), kept in the spool while the page that stands is still on its way (claimed, not
-    landed), dropped when one of the two pages never will land (no page, no claim: nothing to join)."""
+    """A join a save could not make, made now; POSTPONED while the page that would stand is kept undecided (its
+    decision may come later in this spool), kept in the spool while the page that stands is still on its way
+    (claimed, not landed), dropped when one of the two pages never will land (no page, no claim: nothing to join)."""
     if store._join(a["displacer"], a["original"], a["method"]):
         return None
     ends = {store.resolve_original(p)[0] for p in (a["displacer"], a["original"])}
-    if store._kept_undecided(ends):
+    if any(store._kept_undecided(p) for p in ends):
         return POSTPONED
     gone = [p for p in ends if kept.keys_of(store, p) is None and not kept.claimed(store, p)]
     if gone:

@@ -822,6 +822,18 @@ def test_a_page_kept_undecided_stands_for_no_other_until_its_own_decision(store,
         (pages, copies)
 
 
+def test_a_join_that_takes_an_undecided_page_for_the_copy_is_made_at_once(store):
+    """Only the page that would stand waits for its own decision: U (day 9), kept undecided, recorded a copy of C
+    (day 6) by another crawler, becomes C's copy at once (its replayed decision finds it gone and decides the page
+    that took its place). Two undecided pages joined from their two decisions cannot wait for each other."""
+    early, later = _doc("c" * 32, STORY, 6), _doc("u" * 32, STORY, 9)
+    assert _engine(store).decide(early).kind == "new"
+    store.save_pages([_page(early), {**_page(later), "undecided": True}])
+    store.record_duplicates([{**_copy(later, early.page_id), "content_hash": later.content_hash}])
+    assert store.spool.count() == 0
+    assert _state(store) == ([early.page_id], {later.page_id: early.page_id})
+
+
 def test_a_decision_that_waits_for_a_page_no_replay_here_decides_stays_in_the_spool(store):
     """U's decision is in a spool this replay does not hold (a crawler still running): A's waits with it, in
     the spool, said in the log; A stays kept undecided, out of every index repair, until a replay decides it."""
