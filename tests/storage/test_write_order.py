@@ -800,7 +800,7 @@ def test_a_page_kept_undecided_stands_for_no_other_until_its_own_decision(store,
     story, were kept with their decisions spooled. Another crawler recorded U's URL a copy of C, and that record's
     join made U stand over C (of an undated and a dated page the undated one stands). U's replayed decision then
     found U a copy of D, and C's record followed U to D, which stood for a story whose earliest page is C. The
-    join now waits in the spool until the pages' own decisions are made, in whichever order the spool holds them."""
+    join, which would keep U, now waits in the spool until U's own decision is made, in either spool order."""
     late, early, undated = _doc("d" * 32, STORY, 12), _doc("c" * 32, STORY, 6), _doc("u" * 32, STORY, None)
     assert _engine(store).decide(late).kind == "new"
     store.save_pages([_page(late)])
@@ -823,9 +823,9 @@ def test_a_page_kept_undecided_stands_for_no_other_until_its_own_decision(store,
 
 
 def test_a_join_that_takes_an_undecided_page_for_the_copy_is_made_at_once(store):
-    """Only the page that would stand waits for its own decision: U (day 9), kept undecided, recorded a copy of C
-    (day 6) by another crawler, becomes C's copy at once (its replayed decision finds it gone and decides the page
-    that took its place). Two undecided pages joined from their two decisions cannot wait for each other."""
+    """Only the page that would stand waits for its own decision: U (day 9), kept undecided and recorded a copy of
+    C (day 6) by another crawler, becomes C's copy at once. So two undecided pages joined from their two decisions
+    cannot wait for each other."""
     early, later = _doc("c" * 32, STORY, 6), _doc("u" * 32, STORY, 9)
     assert _engine(store).decide(early).kind == "new"
     store.save_pages([_page(early), {**_page(later), "undecided": True}])
