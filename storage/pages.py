@@ -298,6 +298,7 @@ class PageStore(DuplicateStore):
                 return True
             keep, lose = self._standing(a, b)
             if keep != deciding and self._kept_undecided(keep):
+                log.info("page %s is kept undecided: the join that keeps it waits for its own decision", keep)
                 return False
             keys = kept.keys_once_saved(self, keep)
             if keys is None:
@@ -316,10 +317,8 @@ class PageStore(DuplicateStore):
         """Whether the page is kept with its dedup decision waiting in a spool. Such a page stands for no other
         yet: joined, an undated one stood over a dated copy, whose record then followed it when its own decision
         found it a copy of a later-dated page (invariant seed 9201). It may still become another page's copy."""
-        held = self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id), "undecided": True}, {"_id": 1})
-        if held is not None:
-            log.info("page %s is kept undecided: the join that keeps it waits for its own decision", page_id)
-        return held is not None
+        return self._retry("mongo", self.pages.find_one, {"_id": to_oid(page_id), "undecided": True},
+                           {"_id": 1}) is not None
 
     def _standing(self, a: str, b: str) -> tuple[str, str]:
         """(page that stands, page that goes) of two pages telling one story, the same whichever crawler asks
