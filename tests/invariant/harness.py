@@ -351,14 +351,16 @@ def _target(plan: Plan, servers: Servers | None, work: Path) -> Target:
     return Target(plan.kind, work / "var", db, prefix, config)
 
 
-def _start(plan: Plan, corpus: Corpus, target: Target, work: Path, tag: str) -> list[CrawlProc]:
-    """The plan's crawlers, each with the start URLs in the plan's order."""
+def _start(plan: Plan, corpus: Corpus, target: Target, work: Path, tag: str,
+           started: list[CrawlProc]) -> list[CrawlProc]:
+    """The plan's crawlers, each with the start URLs in the plan's order (each also added to `started`)."""
     procs = []
     for i in range(plan.crawlers):
         urls = list(corpus.start_urls)
         random.Random(f"{plan.order_seed}-{i}").shuffle(urls)
         procs.append(CrawlProc(",".join(urls), target.env(), work / f"{tag}-{i}.log", plan.settings(),
                                store={"retry_seconds": plan.retry_seconds}))
+        started.append(procs[-1])
     return procs
 
 
@@ -505,7 +507,8 @@ def _apply_fault(plan: Plan, target: Target, servers: Servers | None, procs: lis
     return set()
 
 
-def _preload_stale(plan: Plan, corpus: Corpus, target: Target, work: Path, problems: list[str]) -> None:
+def _preload_stale(plan: Plan, corpus: Corpus, target: Target, work: Path, problems: list[str],
+                   started: list[CrawlProc]) -> None:
     """Crawl an earlier site carrying some of the corpus's stories into this database and prefix, then drop
     the database (or move to a new one): Redis keeps an index of pages MongoDB no longer holds."""
     from tests.invariant.corpus import SiteServer, list_html
@@ -518,6 +521,7 @@ def _preload_stale(plan: Plan, corpus: Corpus, target: Target, work: Path, probl
     site = SiteServer("127.0.0.9", pages, 0.0)
     try:
         proc = CrawlProc(f"{site.base}/", target.env(), work / "stale.log", {"CONCURRENT_REQUESTS": "8"})
+        started.append(proc)
         _wait_all([proc], problems, "earlier-store")
     finally:
         site.stop()
@@ -598,11 +602,26 @@ def run(seed: int, kind: str | None = None, fault: str | None = None, servers: S
 
 def _crawl(plan: Plan, corpus: Corpus, target: Target, servers: Servers | None, work: Path,
            result: Result, first_hook: Callable[[Target], None] | None = None) -> None:
-    """Optional stale preload, the first invocation with its fault, then the same command once more."""
+    """Optional stale preload, the first invocation with its fault, then the same command once more. Interrupted
+    (a signal, a harness error), it kills the crawlers it started: else they outlive it and, seeing their embedded
+    servers stopped by the cleanup, start them again."""
+    started: list[CrawlProc] = []
+    try:
+        _crawl_twice(plan, corpus, target, servers, work, result, started, first_hook)
+    except BaseException:
+        for p in started:
+            if p.proc.poll() is None:
+                p.kill()
+        raise
+
+
+def _crawl_twice(plan: Plan, corpus: Corpus, target: Target, servers: Servers | None, work: Path, result: Result,
+                 started: list[CrawlProc], first_hook: Callable[[Target], None] | None) -> None:
+    """_crawl's steps; every crawler it starts is added to `started` at once."""
     if plan.kind == "stale":
-        _preload_stale(plan, corpus, target, work, result.problems)
+        _preload_stale(plan, corpus, target, work, result.problems, started)
     before = set(_runs(target))
-    first = _start(plan, corpus, target, work, "run1")
+    first = _start(plan, corpus, target, work, "run1", started)
     killed: set[int] = set()
     down = False   # a server held down by the fault: a crawler opening meanwhile may refuse to start
     faulted = False
@@ -620,7 +639,7 @@ def _crawl(plan: Plan, corpus: Corpus, target: Target, servers: Servers | None, 
             first_hook(target)
         _judge_first(plan, corpus, target, result, sorted(set(_runs(target)) - before))
     before = set(_runs(target))
-    second = _start(plan, corpus, target, work, "run2")
+    second = _start(plan, corpus, target, work, "run2", started)
     _wait_all(second, result.problems, "re-run")
     result.counts["runs_rerun"] = len(set(_runs(target)) - before)
     result.counts["_rerun_ids"] = sorted(set(_runs(target)) - before)
