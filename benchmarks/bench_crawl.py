@@ -3,7 +3,8 @@
     python -m benchmarks.bench_crawl --pages 1600 [--repeat 3] [--corpus news.jsonl [--stories]]
     python -m benchmarks.bench_crawl --pages 1600 --sites 3 --dates --corpus news.jsonl --stories \
         --copy-every 4 --only plain,full,full-cold        (as users crawl: dates, reprints, cold starts;
-        --store-pages 10000: into a store that already holds pages)
+        --store-pages 10000: into a store that already holds pages; --shells: each article inside a real
+        page's navigation, lists and scripts, pages of users' sites' size)
 
 Generates a local site of --pages article pages (every --copy-every'th a near-duplicate of an earlier
 page: a few function words changed and an ad line added) plus list pages, serves it on 127.0.0.1, and
@@ -52,7 +53,10 @@ from pathlib import Path
 from benchmarks.bench_store_open import build as build_store
 from benchmarks.bench_store_open import drop as drop_database   # the benchmark's data, removed again
 from benchmarks.crawl_clock import HitClock
+from benchmarks.page_shells import fill, load_shells
 from benchmarks.plain_spider import PLAIN_SETTINGS
+from benchmarks.shared_data import HTML_DIR
+from benchmarks.stopping import exit_on_sigterm
 from crawler.__main__ import scrapy_crawl
 from crawler.demo_site.content import BOOK, STORIES
 from crawler.demo_site.server import SiteServer, html
@@ -147,13 +151,16 @@ def _near_copy(pages: list[Article], i: int, rng: random.Random, sites: int) -> 
     return Article(original.title, edited, j, site, _copy_date(original.published, rng))
 
 
-def build_sites(pages: list[Article], sites: int = 1, newest_first: bool = False) -> dict[str, dict]:
-    """Each site's home, list pages of PER_LIST links (newest story first when asked) and article pages."""
-    return {f"site{k}": build_site([(i, a) for i, a in enumerate(pages) if a.site == k], newest_first)
+def build_sites(pages: list[Article], sites: int = 1, newest_first: bool = False,
+                shells: list[str] | None = None) -> dict[str, dict]:
+    """Each site's home, list pages of PER_LIST links (newest story first when asked) and article pages; with
+    shells, each site's articles sit in its own share of them (a site's pages look alike)."""
+    return {f"site{k}": build_site([(i, a) for i, a in enumerate(pages) if a.site == k], newest_first,
+                                   shells[k::sites] if shells else None)
             for k in range(sites)}
 
 
-def build_site(pages: list[tuple[int, Article]], newest_first: bool = False) -> dict:
+def build_site(pages: list[tuple[int, Article]], newest_first: bool = False, shells: list[str] | None = None) -> dict:
     """Home, list pages of PER_LIST links, and the article pages (numbered as in the whole corpus)."""
     site: dict = {}
     listed = list(reversed(pages)) if newest_first else pages
@@ -164,21 +171,25 @@ def build_site(pages: list[tuple[int, Article]], newest_first: bool = False) -> 
         links = "".join(f'<li><a href="/a/{i}.html">{escape(a.title)}</a></li>'
                         for i, a in listed[k * PER_LIST:(k + 1) * PER_LIST])
         site[f"/list/{k}.html"] = html(f"<html><body><ul>{links}</ul></body></html>")
-    for i, a in pages:
-        site[f"/a/{i}.html"] = html(article_html(a))
+    for n, (i, a) in enumerate(pages):   # the site's n-th page in its n-th shell, round the site's shells
+        site[f"/a/{i}.html"] = html(article_html(a, shells[n % len(shells)] if shells else None))
     return site
 
 
-def article_html(a: Article) -> str:
-    """An article page: navigation, headline, the publish date when there is one, body, footer."""
+def article_html(a: Article, shell: str | None = None) -> str:
+    """An article page: navigation, headline, the publish date when there is one, body, footer; or, in a
+    real page's shell (benchmarks/page_shells.py), headline, date and body where its article was."""
     body = "".join(f"<p>{escape(p)}</p>" for p in a.paragraphs)
     meta = (f'<meta property="article:published_time" content="{a.published}T08:00:00+08:00">'
             if a.published else "")
     shown = f'<div class="info"><span class="time">{a.published} 08:00</span></div>' if a.published else ""
-    return (f'<html><head><meta charset="utf-8"><title>{escape(a.title)}</title>{meta}</head><body>'
+    head = f'<meta charset="utf-8"><title>{escape(a.title)}</title>{meta}'
+    article = f'<div class="article"><h1>{escape(a.title)}</h1>{shown}<div class="content">{body}</div></div>'
+    if shell is not None:
+        return fill(shell, head, article)
+    return (f'<html><head>{head}</head><body>'
             f'<div class="nav"><a href="/">首页</a> <a href="/list/0.html">列表</a></div>'
-            f'<div class="article"><h1>{escape(a.title)}</h1>{shown}<div class="content">{body}</div></div>'
-            f'<div class="footer">基准测试站点</div></body></html>')
+            f'{article}<div class="footer">基准测试站点</div></body></html>')
 
 
 def server_pids(var_dir: str) -> dict[str, int]:
@@ -369,7 +380,8 @@ def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Na
     earlier = sum(1 for a in pages if a.copy_of is not None and a.published and pages[a.copy_of].published
                   and a.published < pages[a.copy_of].published)
     print(f"\nsites: {args.sites}, {args.pages} article pages ({near} near copies, {earlier} of them dated before "
-          f"their original) + list pages; {os.cpu_count()} CPUs; medians of {args.repeat} rounds [min-max]")
+          f"their original) + list pages{'; articles in shells of real pages' if args.shells else ''}; "
+          f"{os.cpu_count()} CPUs; medians of {args.repeat} rounds [min-max]")
     for label, a in agg.items():
         w, f = a["wall"], a["fixed"]
         print(f"{label:<16} {a['pages_per_s']:6.1f} pages/s [{a['min']:.1f}-{a['max']:.1f}], wall {w['median']:5.1f} s "
@@ -391,6 +403,7 @@ def report_summary(agg: dict[str, dict], pages: list[Article], args: argparse.Na
 def main(argv: list[str] | None = None) -> int:
     """Generate, serve, crawl (plain and the --only runs of the product) per round, print medians and ratios."""
     ap, args = parse_args(argv)
+    exit_on_sigterm()
     labels = [x.strip() for x in args.only.split(",") if x.strip()]
     if not labels or set(labels) - set(RUNS):
         ap.error(f"--only takes {', '.join(RUNS)}")
@@ -411,7 +424,10 @@ def main(argv: list[str] | None = None) -> int:
     pages = make_articles(args.pages, sentence_pool(args.corpus), copy_every=args.copy_every, stories=stories,
                           sites=args.sites, dates=args.dates)
     clock = HitClock()
-    server = SiteServer(clock.wrap(build_sites(pages, args.sites, newest_first=args.dates))).start()
+    shells = load_shells(HTML_DIR) if args.shells else None
+    if args.shells and not shells:
+        ap.error(f"--shells: no readable page in {HTML_DIR}")
+    server = SiteServer(clock.wrap(build_sites(pages, args.sites, newest_first=args.dates, shells=shells))).start()
     start = ",".join(server.base(name) + "/" for name in server.servers)
     from crawler.settings import ITEM_PIPELINES
 
@@ -467,6 +483,9 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argpars
     ap.add_argument("--store-pages", type=int, default=0, metavar="N",
                     help="the product crawls into a store that already holds N real news pages (built once, as a "
                          "user's store after earlier crawls; full-cold still starts empty)")
+    ap.add_argument("--shells", action="store_true",
+                    help="each article page sits in a real page's surroundings (../shared/data/html_zh, its own "
+                         "text and link targets taken out): pages of users' sites' size")
     ap.add_argument("--tree", action="append", default=[], metavar="LABEL:PATH",
                     help="the product runs again from another checkout, interleaved (e.g. before:/path/to/main)")
     args = ap.parse_args(argv)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import signal
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.stopping import exit_on_sigterm  # noqa: E402
 from tests.invariant.harness import FAULTS, KINDS, Result, Servers, run  # noqa: E402
 
 
@@ -117,15 +117,9 @@ def sweep(seeds: list[int], kinds: list[str], stories: int, fault: str | None = 
     return 1 if failures else 0
 
 
-def _exit_on_term(signum: int, _frame: object) -> None:
-    """SIGTERM ends the harness as Ctrl-C does: its crawlers killed, its servers stopped (a second one waits)."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments; a sweep, or one replay."""
-    signal.signal(signal.SIGTERM, _exit_on_term)
+    exit_on_sigterm()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20, help="how many seeds (default 20)")
     ap.add_argument("--start", type=int, default=1, help="first seed (default 1)")
