@@ -12,20 +12,22 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 
 def _ours(marker: str) -> dict[int, str]:
-    """Live processes whose environment, command line or working directory names marker (the harness's TMPDIR;
-    Redis writes its title over its environment, its working directory stays): pid -> cmdline."""
+    """Live processes whose environment, command line or working directory names marker, a directory (the
+    benchmark's TMPDIR; Redis writes its title over its environment, its working directory stays): pid -> cmdline."""
+    inside = marker.rstrip(os.sep) + os.sep
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            environ = (entry / "environ").read_bytes().decode(errors="replace")
+            environ = (entry / "environ").read_bytes().decode(errors="replace").split("\0")
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             cwd = os.readlink(entry / "cwd")
         except OSError:   # gone meanwhile, or not ours to read
             continue
-        if state != "Z" and (marker in environ or marker in cmdline or cwd.startswith(marker)):
+        named = f"TMPDIR={marker}" in environ or inside in cmdline or (cwd + os.sep).startswith(inside)
+        if state != "Z" and named:
             found[int(entry.name)] = cmdline
     return found
 
@@ -45,7 +47,8 @@ def _stopped_mid_crawl(args: list[str], tmp_path: Path, started: str) -> None:
     working directory contains `started` run, and check it exits 143 leaving nothing of its own running."""
     marker = str(tmp_path)
     env = {**os.environ, "TMPDIR": marker, "ZHDEDUP_VAR": str(tmp_path / "var")}
-    env.pop("MONGO_URI", None), env.pop("REDIS_URL", None)
+    for name in ("MONGO_URI", "REDIS_URL"):   # embedded servers, ours to find
+        env.pop(name, None)
     bench = subprocess.Popen([sys.executable, "-m", *args], cwd=PROJECT, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -53,6 +56,7 @@ def _stopped_mid_crawl(args: list[str], tmp_path: Path, started: str) -> None:
         ours = _ours(marker)
         return (any("scrapy crawl" in c for c in ours.values())
                 and any(started in _cwd(pid) and ("secantus" in c or "redis-server" in c) for pid, c in ours.items()))
+
     try:
         assert _wait_for(crawling, 180), f"no crawler with its servers seen: {_ours(marker)}"
         bench.send_signal(signal.SIGTERM)
