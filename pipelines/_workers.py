@@ -3,7 +3,10 @@
 Extraction (ZHDEDUP_EXTRACT_WORKERS) and fingerprinting (ZHDEDUP_FINGERPRINT_WORKERS) send their pages to
 the same processes; the pool has as many as the larger of the two settings asks for. "auto" (the default)
 is one worker on a machine with two or more CPUs: the crawler is bound to one core by the GIL, so the work
-pays on the other (docs/performance.md). A pool that breaks (a worker killed) is said once in the log and
+pays on the other (docs/performance.md). Under "auto" the pool grows, one worker at a time up to one a CPU,
+while its workers stay busy (GROW_BUSY of their time over GROW_SECONDS): pages of real sites' weight keep
+one worker busy all the time, where small pages leave it idle more than half of it (docs/performance.md,
+twenty-seventh pass). A pool that breaks (a worker killed) is said once in the log and
 the work goes on in the crawler process: nothing is lost. Each worker is reached through one socket that the
 event loop reads and writes (`Channel`; the worker's side is pipelines/worker_process.py). Workers end with
 their crawler however it ends (SIGKILL, OOM kill): each watches the crawler's pid and exits when it is gone,
@@ -21,6 +24,7 @@ import pickle
 import signal
 import socket
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
 from multiprocessing import forkserver, resource_tracker
@@ -40,6 +44,8 @@ _ATTR = "_zhdedup_workers"
 SETTINGS = ("ZHDEDUP_EXTRACT_WORKERS", "ZHDEDUP_FINGERPRINT_WORKERS")
 READ_BYTES = 1 << 20    # most bytes read from a worker's socket at once
 CLOSE_SECONDS = 5.0     # how long a closing pool waits for a worker to exit before it kills it
+GROW_BUSY = 0.85        # "auto": one more worker when the workers' CPU was this share of their time ...
+GROW_SECONDS = 2.0      # ... over this long (counted from their first answer, so not their warm-up)
 # in that order; the extractor is preloaded by name (pipelines._worker_tasks imports it only at its first use,
 # because the crawler process imports that module too and never extracts), then warmed up with the tokenizer
 PRELOAD = ("pipelines.worker_process", "pipelines._worker_tasks", "extract.article", "pipelines._forkserver_warm",
@@ -72,6 +78,13 @@ def count_setting(settings: Any, name: str, auto: Callable[[int], int], minimum:
 def worker_count(settings: Any, name: str) -> int:
     """A workers setting as a number: "auto" is 1 with two or more usable CPUs, else 0 (inline)."""
     return count_setting(settings, name, lambda cpus: 1 if cpus >= 2 else 0, 0,
+                         "worker processes (0 = in the crawler)")
+
+
+def worker_limit(settings: Any, name: str) -> int:
+    """How many workers the setting lets a busy pool grow to: "auto" one a usable CPU (with two or more), a
+    number itself."""
+    return count_setting(settings, name, lambda cpus: cpus if cpus >= 2 else 0, 0,
                          "worker processes (0 = in the crawler)")
 
 
@@ -224,8 +237,13 @@ class WorkerPool:
     """The crawler's worker processes (started on first use, shut down when the spider closes); the CPU they
     used goes into the stats (zhdedup/workers/cpu_ms), so that a benchmark counts it."""
 
-    def __init__(self, size: int, stats: Any = None) -> None:
+    def __init__(self, size: int, stats: Any = None, most: int | None = None, grow_busy: float = GROW_BUSY,
+                 grow_seconds: float = GROW_SECONDS) -> None:
         self.size = size
+        self.most = max(size, most or 0)   # grown to while busy (a fixed size when no larger)
+        self.grow_busy, self.grow_seconds = grow_busy, grow_seconds
+        self.window: tuple[float, float] | None = None   # (monotonic time, the workers' CPU seconds) it began at
+        self.growing = False
         self.stats = stats
         self.channels: list[Channel] = []
         self.broken = False
@@ -291,7 +309,10 @@ class WorkerPool:
             return fn(*args)
         channel = min(self.channels, key=lambda c: len(c.pending))
         try:
-            return await channel.call(fn, args)
+            answer = await channel.call(fn, args)
+            if len(self.channels) < self.most:
+                self._maybe_grow()
+            return answer
         except UnreadableAnswer as exc:   # this call only: the worker goes on with the others
             logger.warning("%s: %s done in the crawler process", exc, getattr(fn, "__name__", fn))
             return fn(*args)
@@ -301,6 +322,50 @@ class WorkerPool:
                                exc)
             self.broken = True
             return fn(*args)
+
+    def _maybe_grow(self) -> None:
+        """At the end of each window of grow_seconds: one more worker, started in the background, when the
+        workers were busy grow_busy of that time (their CPU time from /proc)."""
+        now = time.monotonic()
+        if self.window is None or self.growing:
+            self.window = (now, self._cpu()) if self.window is None else self.window
+            return
+        began, cpu_then = self.window
+        if now - began < self.grow_seconds:
+            return
+        cpu = self._cpu()
+        self.window = (now, cpu)
+        busy = (cpu - cpu_then) / ((now - began) * len(self.channels))
+        if busy >= self.grow_busy and not (self.broken or self.closed):
+            self.growing = True
+            threading.Thread(target=self._grow, args=(busy,), name="zhdedup-workers-grow", daemon=True).start()
+
+    def _cpu(self) -> float:
+        """The workers' CPU seconds so far."""
+        return sum(process_cpu_seconds(channel.process.pid, children=False) for channel in self.channels)
+
+    def _grow(self, busy: float) -> None:
+        """_maybe_grow's thread: a worker started and warmed as the others were, then given pages."""
+        try:
+            channel = _spawn(_context())
+            with self.lock:
+                if self.closed:
+                    channel.close()
+                    channel.process.kill()
+                    channel.process.join()
+                    return
+                for warm_up in self.warmed:
+                    channel.warm(warm_up)
+                self.channels = [*self.channels, channel]
+            if self.stats is not None:
+                self.stats.inc_value(st.WORKERS_GROWN)
+            logger.info("worker processes busy %.0f%% of their time: %d now", 100 * busy, len(self.channels))
+        except Exception as exc:   # the pool goes on as it was
+            logger.warning("one more worker process could not start (%s)", exc)
+            self.most = len(self.channels)
+        finally:
+            self.window = None
+            self.growing = False
 
     def close(self, spider: Any = None) -> None:
         """Stop the worker processes, waiting for them (a process still starting when the crawler exits
@@ -413,7 +478,8 @@ def pool_for(crawler: Any) -> WorkerPool:
     """The crawler's shared pool, sized by the larger of ZHDEDUP_EXTRACT_WORKERS / ZHDEDUP_FINGERPRINT_WORKERS."""
     pool = getattr(crawler, _ATTR, None)
     if pool is None:
-        pool = WorkerPool(max(worker_count(crawler.settings, name) for name in SETTINGS), crawler.stats)
+        pool = WorkerPool(max(worker_count(crawler.settings, name) for name in SETTINGS), crawler.stats,
+                          most=max(worker_limit(crawler.settings, name) for name in SETTINGS))
         setattr(crawler, _ATTR, pool)
         crawler.signals.connect(pool.close, signal=signals.spider_closed)
     return pool

@@ -21,7 +21,8 @@ EXTRACT_TEMPLATE_MIN_PAGES = 3  # pages of a site seen before its template is tr
 EXTRACT_TEMPLATE_WARMUP_SECONDS = 5.0  # how long at most a site's first pages wait for its template
 ZHDEDUP_FINGERPRINT_WORKERS = "auto"  # worker processes that fingerprint (0: in the crawler, ~0.5 ms/page);
 ZHDEDUP_EXTRACT_WORKERS = "auto"      # ... and extract (~2 ms/page), one pool; auto = 1 with 2+ CPUs, else 0
-                                      # (the crawler is bound to one core; see docs/performance.md)
+                                      # (the crawler is bound to one core; see docs/performance.md), growing
+                                      # to one a CPU while the workers stay busy (pages of real sites' weight)
 
 # --- dedup (pipelines/params.py -> fingerprint.neardup.NearDupParams) ------------------------------
 ZHDEDUP_SIMHASH_K = 3           # near duplicate: Hamming distance <= k (0..8) between 64-bit SimHashes;

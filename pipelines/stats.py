@@ -33,6 +33,7 @@ FEEDS = f"{PREFIX}/feeds"
 BOOKS = f"{PREFIX}/books"
 JOINED_PARTS = f"{PREFIX}/joined_parts"  # chapter pages joined into the chapter before them
 WORKERS_CPU_MS = f"{PREFIX}/workers/cpu_ms"  # CPU the extraction/fingerprint worker processes used (ms)
+WORKERS_GROWN = f"{PREFIX}/workers/grown"    # workers started while the others stayed busy (auto only)
 DUPLICATE_KINDS = ("exact", "near", "passages", "rewrite")
 ALERTS_ANNOUNCED = f"{PREFIX}/alerts/announced"      # new matches above ZHDEDUP_ALERT_MIN_SCORE
 WEBHOOK_SENT = f"{PREFIX}/alerts/webhook_sent"

@@ -116,11 +116,13 @@ def test_worker_settings_auto_and_bad_values(monkeypatch):
 
     from pipelines import _workers
 
-    for cpus, expected in ((1, 0), (2, 1), (16, 1)):
+    for cpus, expected, limit in ((1, 0, 0), (2, 1, 2), (16, 1, 16)):
         monkeypatch.setattr(_workers, "usable_cpus", lambda cpus=cpus: cpus)
         assert _workers.worker_count(Settings({}), "ZHDEDUP_EXTRACT_WORKERS") == expected
         assert _workers.worker_count(Settings({"ZHDEDUP_EXTRACT_WORKERS": " Auto "}), "ZHDEDUP_EXTRACT_WORKERS") == expected
+        assert _workers.worker_limit(Settings({}), "ZHDEDUP_EXTRACT_WORKERS") == limit   # grown to while busy
     assert _workers.worker_count(Settings({"ZHDEDUP_EXTRACT_WORKERS": "3"}), "ZHDEDUP_EXTRACT_WORKERS") == 3
+    assert _workers.worker_limit(Settings({"ZHDEDUP_EXTRACT_WORKERS": "3"}), "ZHDEDUP_EXTRACT_WORKERS") == 3
     for bad in ("many", "-1", "1.5"):
         with pytest.raises(CrawlCannotStart, match=re.escape(f"ZHDEDUP_FINGERPRINT_WORKERS={bad!r}")):
             _workers.worker_count(Settings({"ZHDEDUP_FINGERPRINT_WORKERS": bad}), "ZHDEDUP_FINGERPRINT_WORKERS")

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing import forkserver
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from pipelines._workers import WorkerPool
 from pipelines._worker_tasks import warm_up_extract
-from pipelines.stats import WORKERS_CPU_MS
+from pipelines.stats import WORKERS_CPU_MS, WORKERS_GROWN
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parents[2]
@@ -234,3 +235,56 @@ def test_workers_that_cannot_start_leave_the_work_here(monkeypatch, caplog):
     assert asyncio.run(pool.run(operator.mul, 6, 7)) == 42 and pool.broken and not pool.started
     assert "worker processes could not start (no more processes)" in caplog.text
     pool.close()
+
+
+def _calls_until(pool: WorkerPool, done, seconds: float, pause: float = 0.0) -> set[int]:
+    """Keep 8 calls of os.getpid in flight (pause s between rounds) until done() or seconds pass; the pids
+    that answered."""
+    async def go() -> set[int]:
+        seen: set[int] = set()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while loop.time() < deadline and not done():
+            seen.update(await asyncio.gather(*(pool.run(os.getpid) for _ in range(8))))
+            await asyncio.sleep(pause)
+        seen.update(await asyncio.gather(*(pool.run(os.getpid) for _ in range(8))))
+        return seen
+    return asyncio.run(go())
+
+
+def test_a_busy_auto_pool_grows_to_its_limit_and_the_new_worker_gets_pages():
+    """grow_busy 0: every window counts as busy (how busy a worker gets depends on the machine, not tested
+    here): the pool grows one worker at a time, warmed as the first, to `most` and no further."""
+    pool = WorkerPool(1, Stats(), most=3, grow_busy=0.0, grow_seconds=0.1)
+    pool.start(warm_up_extract)
+    try:
+        seen = _calls_until(pool, lambda: len(pool.pids()) == 3, 60)
+        assert len(pool.pids()) == 3 and warm_up_extract in pool.warmed and pool.stats.values[WORKERS_GROWN] == 2
+        seen |= _calls_until(pool, lambda: seen >= set(pool.pids()), 30)
+        assert seen == set(pool.pids())   # each worker answered
+        _calls_until(pool, lambda: False, 0.5)
+        assert len(pool.pids()) == 3 and not pool.growing
+    finally:
+        pool.close()
+
+
+def test_an_auto_pool_whose_worker_idles_stays_one_worker():
+    pool = WorkerPool(1, Stats(), most=2, grow_seconds=0.1)
+    pool.start(warm_up_extract)
+    try:
+        _calls_until(pool, lambda: False, 1.5, pause=0.02)
+        assert len(pool.pids()) == 1 and WORKERS_GROWN not in pool.stats.values
+    finally:
+        pool.close()
+
+
+def test_a_pool_closed_while_it_grows_leaves_no_worker():
+    pool = WorkerPool(1, Stats(), most=2, grow_busy=0.0, grow_seconds=0.0)
+    pool.start(warm_up_extract)
+    _calls_until(pool, lambda: pool.growing, 30)
+    pool.close()
+    deadline = time.monotonic() + 30
+    while pool.growing and time.monotonic() < deadline:
+        time.sleep(0.05)
+    children = multiprocessing.active_children()
+    assert not pool.channels and not [c for c in children if c.name == "zhdedup-worker"]
