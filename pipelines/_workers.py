@@ -326,9 +326,11 @@ class WorkerPool:
     def _maybe_grow(self) -> None:
         """At the end of each window of grow_seconds: one more worker, started in the background, when the
         workers were busy grow_busy of that time (their CPU time from /proc)."""
+        if self.growing:
+            return
         now = time.monotonic()
-        if self.window is None or self.growing:
-            self.window = (now, self._cpu()) if self.window is None else self.window
+        if self.window is None:
+            self.window = (now, self._cpu())
             return
         began, cpu_then = self.window
         if now - began < self.grow_seconds:
