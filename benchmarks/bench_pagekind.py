@@ -40,6 +40,7 @@ from crawler.spiders import news as news_module
 from crawler.spiders.base import root_of
 from crawler.spiders.news import NewsSpider
 from extract import pagekind
+from extract.pagekind import PageFacts
 from extract.article import NotArticle, extract
 
 HTML = DATA / "html_zh"
@@ -187,7 +188,9 @@ def spider_says_article(spider: NewsSpider, url: str, raw: bytes) -> bool:
     url = url or "http://127.0.0.1:8000/page.html"
     response = HtmlResponse(url, body=raw, request=Request(url))
     target = profile_from_dict({"name": "bench", "start_urls": [url]}, "start_urls")
-    return spider.page_kind(response, root_of(response), target)[0] == "article"
+    root, module = root_of(response), news_module.pagekind   # the facts a worker sends, by the module in use
+    facts = PageFacts(module.heading_text(root), (), (), module.page_shape(root))
+    return spider.page_kind(response, facts, target)[0] == "article"
 
 
 def extractor(fn: Callable, exc: type) -> Callable[[str, bytes], bool]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from scrapy import Request
@@ -11,10 +10,8 @@ from scrapy.http import Response
 from scrapy.utils.request import fingerprint as scrapy_fingerprint
 from w3lib.url import canonicalize_url
 
-from extract.dom import top_level
-from extract.pagekind import skippable_link
+from extract.pagekind import PageFacts, canonical_href, skippable_link
 
-_CANONICAL_CASE = str.maketrans("CANOICL", "canoicl")   # XPath's translate() of the rel attribute
 # Query parameters that only say where a click came from, never which page it is.
 TRACKING_PARAMS = frozenset({
     "spm", "from", "frm", "ref", "referer", "referrer", "share", "share_token", "shareid",
@@ -71,32 +68,26 @@ def same_site(a: str, b: str) -> bool:
     return bool(sa) and sa == site_of(b)
 
 
-def declared_canonical(response: Response) -> str | None:
-    """The absolute http(s) URL the page's <link rel=canonical> names, if any (not yet trusted)."""
-    href = canonical_href(response.selector.root) if hasattr(response, "selector") else None
+def declared_canonical(url: str, href: str | None) -> str | None:
+    """The absolute http(s) URL that <link rel=canonical href> names on the page at url, if any (not yet trusted)."""
     if not href:
         return None
     try:
-        absolute = urljoin(response.url, href.strip())
+        absolute = urljoin(url, href.strip())
     except ValueError:
         return None
     return absolute if urlsplit(absolute).scheme in ("http", "https") else None
 
 
-def canonical_href(root: Any) -> str | None:
-    """XPath's //link[translate(@rel, "CANOICL", "canoicl")="canonical"]/@href, its first value, found by one
-    walk of lxml's iter (the XPath took ~0.2 ms a page, and a page asked for it twice)."""
-    for top in top_level(root):
-        for el in top.iter("link"):
-            href = el.get("href")
-            if href is not None and (el.get("rel") or "").translate(_CANONICAL_CASE) == "canonical":
-                return href
-    return None
+def scrapy_canonical_href(response: Response) -> str | None:
+    """canonical_href of Scrapy's own tree of the page (the tree page ids have always been read from)."""
+    return canonical_href(response.selector.root) if hasattr(response, "selector") else None
 
 
-def canonical_pair(response: Response) -> tuple[str, str | None]:
-    """(page_canonical_url, canonical_claim) from one read of the page's <link rel=canonical>."""
-    declared = declared_canonical(response)
+def canonical_pair(response: Response, facts: PageFacts | None = None) -> tuple[str, str | None]:
+    """(page_canonical_url, canonical_claim) from one read of the page's <link rel=canonical>: the page's facts'
+    when given (read from that same tree where the page was parsed), else Scrapy's tree's."""
+    declared = declared_canonical(response.url, facts.canonical if facts is not None else scrapy_canonical_href(response))
     if not declared:
         return canonical_url(response.url), None
     if same_site(declared, response.url):

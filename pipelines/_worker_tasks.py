@@ -26,9 +26,24 @@ def article_fields(body: bytes, url: str, headers: dict | None, profile: dict | 
 
 
 def warm_up_extract() -> None:
-    """Import trafilatura and htmldate in a worker before the first page arrives."""
-    article_fields(b"<html><body><p>" + "预热。".encode() * 40 + b"</p></body></html>", "", None, None,
-                   MIN_CHARS, False, MAX_BYTES)
+    """Import trafilatura, htmldate and parsel (the spider's page facts) in a worker before the first page arrives."""
+    page = "<html><body><p><a href='/a/1.html'>预热</a>" + "预热。" * 40 + "</p></body></html>"
+    article_fields(page.encode(), "", None, None, MIN_CHARS, False, MAX_BYTES)
+    page_facts_of(page, "html", "http://127.0.0.1/", True)
+
+
+def page_facts_of(text: str, doc_type: str | None, base_url: str, shape: bool) -> Any:
+    """The spider's facts of a page (extract.pagekind.PageFacts) from the tree Scrapy's selector makes of its
+    text (parsel, with Scrapy's arguments), or None when it cannot be parsed."""
+    from lxml import etree
+    from parsel import Selector
+
+    from extract.pagekind import page_facts
+
+    try:
+        return page_facts(Selector(text=text, type=doc_type, base_url=base_url).root, shape)
+    except (ValueError, etree.ParserError, AttributeError):
+        return None
 
 
 def compute(text: str) -> dict[str, Any]:

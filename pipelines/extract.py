@@ -14,8 +14,9 @@ from extract.limits import MAX_BYTES, MIN_CHARS
 from extract.template import HeldTemplates, SiteTemplates
 from pipelines import settings as defaults   # every pipeline setting's default, declared once
 from pipelines._worker_tasks import FIELDS, article_fields  # noqa: F401 (FIELDS: kept importable from here)
+from pipelines._worker_tasks import page_facts_of  # noqa: F401 (what facts_workers run, for the spiders)
 from pipelines._worker_tasks import warm_up_extract as _warm_up
-from pipelines._workers import WorkerPool, pool_for, worker_count
+from pipelines._workers import WorkerPool, pool_for, pool_of, worker_count
 from pipelines.drops import SkippedItem
 from pipelines.stats import TEMPLATE_STRIPPED
 
@@ -36,6 +37,12 @@ def crawl_drained(crawler: Any) -> Callable[[], bool]:
             return False
         return not scheduler.has_pending_requests()
     return drained
+
+
+def facts_workers(crawler: Any) -> WorkerPool | None:
+    """The worker processes that measure a spider's pages (`page_facts_of`): the crawl's pool, the one extraction
+    and fingerprints use, or None when the crawl has none (the spider measures the page itself)."""
+    return pool_of(crawler) if crawler is not None else None
 
 
 class ExtractPipeline:

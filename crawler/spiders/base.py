@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import Any, Iterable
+from dataclasses import replace
+from typing import Any, Iterable, TypeVar
 from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http import Response, TextResponse
+from scrapy.http import HtmlResponse, JsonResponse, Response, TextResponse, XmlResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.response import get_base_url
 from lxml import etree
@@ -16,13 +17,16 @@ from twisted.python.failure import Failure
 
 from extract.dom import load
 from extract.encoding import choose_encoding
+from extract.pagekind import NOT_PAGE_LINKS, PageFacts, page_facts
 from extract.sniff import binary_kind
 
 from crawler.items import PageItem, exchange_of, header_dict, utc_now
 from crawler.outcomes import page_outcome
-from crawler.urls import LINKS, canonical_pair, canonical_url, host_key, page_id
+from crawler.urls import LINKS, canonical_pair, canonical_url, host_key, page_id, scrapy_canonical_href
 from pipelines import stats
+from pipelines.extract import facts_workers, page_facts_of
 
+T = TypeVar("T")
 SCRAPY_ARGUMENTS = {"name", "_job"}  # spider arguments Scrapy and scrapyd pass themselves
 YES_NO = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
@@ -158,10 +162,12 @@ class PageSpider(scrapy.Spider):
 
     def make_item(self, response: Response | None, site: str, body: bytes | None = None,
                   headers: dict[str, str] | None = None, url: str | None = None,
-                  canonical: str | None = None, status: int | None = None, **extra: Any) -> PageItem:
-        """A PageItem for a fetched page, or for a synthetic joined document (body/headers/url given)."""
+                  canonical: str | None = None, status: int | None = None, facts: PageFacts | None = None,
+                  **extra: Any) -> PageItem:
+        """A PageItem for a fetched page (its canonical link read from its facts when given), or for a synthetic
+        joined document (body/headers/url given)."""
         if response is not None:
-            (canonical, claim), url, status = canonical_pair(response), response.url, response.status
+            (canonical, claim), url, status = canonical_pair(response, facts), response.url, response.status
             body = response.body if body is None else body
             headers = header_dict(response.headers) if headers is None else headers
             extra.setdefault("canonical_claim", claim)
@@ -178,26 +184,65 @@ class PageSpider(scrapy.Spider):
         """(url, link text) of the page's <a href> links in document order, tracking stripped,
         limited to `hosts` when given, files and non-http links dropped, first occurrence kept; the text
         is "" when not asked for (the news spider follows by URL: the text cost a query per link)."""
-        seen: set[str] = set()
-        hrefs: set[str] = set()   # a page links many places more than once: each href is parsed once
-        out = []
-        base = None
-        for a in response.selector.root.xpath("//a[@href]"):
-            href = (a.get("href") or "").strip()
-            if not href or href in hrefs or href.startswith(("javascript:", "mailto:", "tel:", "#")):
-                continue
-            hrefs.add(href)
-            base = get_base_url(response) if base is None else base
-            entry = LINKS.joined(base, href)   # what response.urljoin(href) gives, and its host
-            if hosts is not None and entry[1] not in hosts:   # the host stays what strip_tracking keeps
-                continue
-            url = LINKS.crawlable(entry)
-            if url is None:
-                continue
-            if url not in seen:
-                seen.add(url)
-                out.append((url, " ".join(a.xpath(".//text()")).strip() if text else ""))
-        return out
+        anchors = (((a.get("href") or ""), a) for a in response.selector.root.xpath("//a[@href]"))
+        return [(url, " ".join(a.xpath(".//text()")).strip() if text else "")
+                for url, a in crawlable(response, anchors, hosts)]
+
+    async def facts_of(self, response: TextResponse, shape: bool) -> PageFacts | None:
+        """The page's heading, links, feeds, canonical link and (when asked) shape, or None when it cannot be
+        parsed: measured in the crawl's worker processes when it has them, so that the event loop fetching for
+        every site spends no time parsing; from the tree root_of gives."""
+        try:
+            scrapys = same_charset(response)
+        except (ValueError, LookupError):
+            return None
+        workers = facts_workers(self.crawler)
+        if workers is not None and scrapys:
+            return await workers.run(page_facts_of, response.text, selector_type(response), get_base_url(response),
+                                     shape)
+        root = root_of(response)   # here: no workers, or extraction's decoding (rare)
+        if root is None:
+            return None
+        facts = page_facts(root, shape)
+        return facts if scrapys else replace(facts, canonical=scrapy_canonical_href(response))   # ids: Scrapy's tree
+
+
+def crawlable(response: TextResponse, anchors: Iterable[tuple[str, T]], hosts: set[str] | None) -> list[tuple[str, T]]:
+    """(url, anchor) for each (href, anchor) whose href leads to a crawlable page (of `hosts` when given): joined
+    to the page's base, tracking stripped, first occurrence of each URL kept, in order."""
+    seen: set[str] = set()
+    hrefs: set[str] = set()   # a page links many places more than once: each href is parsed once
+    out = []
+    base = None
+    for href, anchor in anchors:
+        href = href.strip()
+        if not href or href in hrefs or href.startswith(NOT_PAGE_LINKS):
+            continue
+        hrefs.add(href)
+        base = get_base_url(response) if base is None else base
+        entry = LINKS.joined(base, href)   # what response.urljoin(href) gives, and its host
+        if hosts is not None and entry[1] not in hosts:   # the host stays what strip_tracking keeps
+            continue
+        url = LINKS.crawlable(entry)
+        if url is not None and url not in seen:
+            seen.add(url)
+            out.append((url, anchor))
+    return out
+
+
+def same_charset(response: TextResponse) -> bool:
+    """Whether Scrapy decodes the page as extraction does (else page kind reads extraction's decoding)."""
+    encoding = choose_encoding(response.body, header_dict(response.headers))
+    return codecs.lookup(encoding).name == codecs.lookup(response.encoding).name
+
+
+def selector_type(response: TextResponse) -> str | None:
+    """The tree type Scrapy's selector makes of a response (unified.Selector): parsel guesses for other text."""
+    if isinstance(response, XmlResponse):
+        return "xml"
+    if isinstance(response, JsonResponse):
+        return "json"
+    return "html" if isinstance(response, HtmlResponse) else None
 
 
 def root_of(response: Response) -> etree._Element | None:
@@ -205,8 +250,7 @@ def root_of(response: Response) -> etree._Element | None:
     guess differs from extraction's (e.g. UTF-8 bytes declared GB2312), then the page decoded as
     extraction decodes it -- page kind on mojibake sees no sentences."""
     try:
-        encoding = choose_encoding(response.body, header_dict(response.headers))
-        if codecs.lookup(encoding).name == codecs.lookup(response.encoding).name:
+        if same_charset(response):
             return response.selector.root
         return load(response.body, header_dict(response.headers)).tree
     except (ValueError, LookupError, etree.ParserError, UnicodeDecodeError, AttributeError):

@@ -17,7 +17,7 @@ from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.siteprofiles import SiteProfile, load_profiles, profile_from_dict
-from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, root_of, split_argument, unique,
+from crawler.spiders.base import (PageSpider, SpiderArgumentError, check_urls, crawlable, split_argument, unique,
                                    yes_no)
 from crawler.urls import host_key, strip_tracking
 from extract import pagekind
@@ -85,56 +85,53 @@ class NewsSpider(PageSpider):
             return False
         return target.auto or target.is_article(url) or target.is_list(url)
 
-    def parse_page(self, response: Response, site: str) -> Any:
+    async def parse_page(self, response: Response, site: str) -> AsyncIterator[Any]:
         """An article becomes an item; every HTML page contributes its links and feeds."""
         target = self.by_name[site]
         if not self.usable(response):
             return
-        root = root_of(response)
-        if root is None:
+        facts = await self.facts_of(response, shape=target.auto)
+        if facts is None:
             self.fail(response.url, "unparseable")
             return
-        kind, detail = self.page_kind(response, root, target)
+        kind, detail = self.page_kind(response, facts, target)
         if kind == "article":
-            yield self.make_item(response, target.site, profile=target.hint() if target.body else None)
+            yield self.make_item(response, target.site, facts=facts, profile=target.hint() if target.body else None)
         else:
             if kind == "list_page":
                 self.count(stats.LIST_PAGES)
             self.skip(response.url, kind, detail)
-        yield from self.follow(response, target)
+        for request in self.follow(response, facts, target):
+            yield request
 
-    def page_kind(self, response: TextResponse, root, target: SiteProfile) -> tuple[str, str]:
+    def page_kind(self, response: TextResponse, facts: pagekind.PageFacts, target: SiteProfile) -> tuple[str, str]:
         """("article" | "list_page" | "soft_404", detail): profile rules when present, otherwise URL shape
         and running text."""
-        shape = None
+        shape = facts.shape
         if not target.auto:
             if not target.is_article(response.url):
                 return "list_page", f"not an article URL of profile {target.name}"
         else:
             if response.meta.get("start") and pagekind.url_looks_list(response.url):
                 return "list_page", "start page with a list-shaped URL"
-            shape = pagekind.page_shape(root)
             if not shape.is_article(pagekind.url_looks_article(response.url)):
                 return "list_page", f"no block of running text ({shape.text_chars} characters, {shape.link_chars} in links)"
-        heading = pagekind.heading_text(root)
-        if pagekind.is_soft_404(heading, 0):  # cheap test first; measure the text only when needed
-            shape = shape or pagekind.page_shape(root)
-            if pagekind.is_soft_404(heading, shape.text_chars - shape.link_chars):
-                return "soft_404", heading[:80]
+        if pagekind.is_soft_404(facts.heading, 0):  # cheap test first; the shape is measured only then
+            if pagekind.is_soft_404(facts.heading, shape.text_chars - shape.link_chars):
+                return "soft_404", facts.heading[:80]
         return "article", ""
 
-    def follow(self, response: TextResponse, target: SiteProfile) -> Any:
+    def follow(self, response: TextResponse, facts: pagekind.PageFacts, target: SiteProfile) -> Any:
         """Requests for wanted same-site links and for advertised RSS/Atom feeds."""
-        for url, _text in self.links(response, target.hosts, text=False):
+        for url, _ in crawlable(response, ((href, None) for href in facts.hrefs), target.hosts):
             if self.wanted(url, target):
                 article = target.is_article(url) if not target.auto else pagekind.url_looks_article(url)
                 yield self.page_request(url, target, priority=1 if article else 0)
         if self.use_sitemaps:
-            for link in response.xpath("//link[@rel='alternate'][@href]"):
-                if (link.attrib.get("type") or "").lower() in FEED_TYPES:
-                    yield scrapy.Request(response.urljoin(link.attrib["href"]), self.parse_feed,
-                                         errback=self.on_error, meta={"optional": True},
-                                         cb_kwargs={"site": target.name})
+            for kind, href in facts.feeds:
+                if kind.lower() in FEED_TYPES:
+                    yield scrapy.Request(response.urljoin(href), self.parse_feed, errback=self.on_error,
+                                         meta={"optional": True}, cb_kwargs={"site": target.name})
 
     def parse_robots(self, response: Response, site: str, origin: str) -> Any:
         """Sitemaps named in robots.txt, else a guess at /sitemap.xml."""
