@@ -189,7 +189,7 @@ def spider_says_article(spider: NewsSpider, url: str, raw: bytes) -> bool:
     response = HtmlResponse(url, body=raw, request=Request(url))
     target = profile_from_dict({"name": "bench", "start_urls": [url]}, "start_urls")
     root, module = root_of(response), news_module.pagekind   # the facts a worker sends, by the module in use
-    facts = PageFacts(module.heading_text(root), (), (), module.page_shape(root))
+    facts = PageFacts(url, module.heading_text(root), (), (), None, module.page_shape(root))
     return spider.page_kind(response, facts, target)[0] == "article"
 
 

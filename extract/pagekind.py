@@ -146,6 +146,7 @@ class PageFacts:
     """What the spider needs of an HTML page from its tree: small, so that a worker process that parsed the
     page can send it back instead of the crawler's event loop parsing it."""
 
+    base: str                             # the URL its links are relative to (Scrapy's get_base_url)
     heading: str                          # heading_text
     hrefs: tuple[str, ...]                # each <a href> once, stripped, in document order; NOT_PAGE_LINKS out
     feeds: tuple[tuple[str, str], ...]    # (type, href) of each <link rel="alternate" href>
@@ -153,9 +154,9 @@ class PageFacts:
     shape: Shape | None = None            # page_shape, when asked for or when the heading reads as an error
 
 
-def page_facts(root: Any, shape: bool = True) -> PageFacts:
-    """The facts of an lxml HTML tree; its shape when `shape` or when the heading may be a soft 404's (the
-    only other reader of the shape)."""
+def page_facts(root: Any, base: str, shape: bool = True) -> PageFacts:
+    """The facts of an lxml HTML tree whose links are relative to `base`; its shape when `shape` or when the
+    heading may be a soft 404's (the only other reader of the shape)."""
     heading = heading_text(root)
     hrefs: dict[str, None] = {}
     for a in root.xpath("//a[@href]"):
@@ -164,7 +165,7 @@ def page_facts(root: Any, shape: bool = True) -> PageFacts:
             hrefs.setdefault(href)
     feeds = tuple((link.get("type") or "", link.get("href")) for link in root.xpath("//link[@rel='alternate'][@href]"))
     measured = page_shape(root) if shape or is_soft_404(heading, 0) else None
-    return PageFacts(heading, tuple(hrefs), feeds, canonical_href(root), measured)
+    return PageFacts(base, heading, tuple(hrefs), feeds, canonical_href(root), measured)
 
 
 _CANONICAL_CASE = str.maketrans("CANOICL", "canoicl")   # XPath's translate() of the rel attribute

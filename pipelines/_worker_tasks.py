@@ -29,20 +29,25 @@ def warm_up_extract() -> None:
     """Import trafilatura, htmldate and parsel (the spider's page facts) in a worker before the first page arrives."""
     page = "<html><body><p><a href='/a/1.html'>预热</a>" + "预热。" * 40 + "</p></body></html>"
     article_fields(page.encode(), "", None, None, MIN_CHARS, False, MAX_BYTES)
-    page_facts_of(page, "html", "http://127.0.0.1/", True)
+    page_facts_of(page.encode(), "utf-8", "http://127.0.0.1/", "html", True)
 
 
-def page_facts_of(text: str, doc_type: str | None, base_url: str, shape: bool) -> Any:
-    """The spider's facts of a page (extract.pagekind.PageFacts) from the tree Scrapy's selector makes of its
-    text (parsel, with Scrapy's arguments), or None when it cannot be parsed."""
+def page_facts_of(body: bytes, encoding: str, url: str, doc_type: str | None, shape: bool) -> Any:
+    """The spider's facts of a page (extract.pagekind.PageFacts) from the tree Scrapy's selector makes of it, or
+    None when it cannot be parsed: the text and base URL as Scrapy's TextResponse.text and get_base_url make
+    them of the body and its encoding (w3lib), the tree as its Selector does (parsel, Scrapy's arguments)."""
     from lxml import etree
     from parsel import Selector
+    from w3lib.encoding import html_to_unicode
+    from w3lib.html import get_base_url
 
     from extract.pagekind import page_facts
 
     try:
-        return page_facts(Selector(text=text, type=doc_type, base_url=base_url).root, shape)
-    except (ValueError, etree.ParserError, AttributeError):
+        text = html_to_unicode(f"charset={encoding}", body)[1]
+        base = get_base_url(text[:4096], url, encoding)
+        return page_facts(Selector(text=text, type=doc_type, base_url=base).root, base, shape)
+    except (ValueError, LookupError, etree.ParserError, AttributeError):
         return None
 
 

@@ -186,7 +186,7 @@ class PageSpider(scrapy.Spider):
         is "" when not asked for (the news spider follows by URL: the text cost a query per link)."""
         anchors = (((a.get("href") or ""), a) for a in response.selector.root.xpath("//a[@href]"))
         return [(url, " ".join(a.xpath(".//text()")).strip() if text else "")
-                for url, a in crawlable(response, anchors, hosts)]
+                for url, a in crawlable(get_base_url(response), anchors, hosts)]
 
     async def facts_of(self, response: TextResponse, shape: bool) -> PageFacts | None:
         """The page's heading, links, feeds, canonical link and (when asked) shape, or None when it cannot be
@@ -198,28 +198,26 @@ class PageSpider(scrapy.Spider):
             return None
         workers = facts_workers(self.crawler)
         if workers is not None and scrapys:
-            return await workers.run(page_facts_of, response.text, selector_type(response), get_base_url(response),
-                                     shape)
+            return await workers.run(page_facts_of, response.body, response.encoding, response.url,
+                                     selector_type(response), shape)
         root = root_of(response)   # here: no workers, or extraction's decoding (rare)
         if root is None:
             return None
-        facts = page_facts(root, shape)
+        facts = page_facts(root, get_base_url(response), shape)
         return facts if scrapys else replace(facts, canonical=scrapy_canonical_href(response))   # ids: Scrapy's tree
 
 
-def crawlable(response: TextResponse, anchors: Iterable[tuple[str, T]], hosts: set[str] | None) -> list[tuple[str, T]]:
+def crawlable(base: str, anchors: Iterable[tuple[str, T]], hosts: set[str] | None) -> list[tuple[str, T]]:
     """(url, anchor) for each (href, anchor) whose href leads to a crawlable page (of `hosts` when given): joined
-    to the page's base, tracking stripped, first occurrence of each URL kept, in order."""
+    to the page's base URL, tracking stripped, first occurrence of each URL kept, in order."""
     seen: set[str] = set()
     hrefs: set[str] = set()   # a page links many places more than once: each href is parsed once
     out = []
-    base = None
     for href, anchor in anchors:
         href = href.strip()
         if not href or href in hrefs or href.startswith(NOT_PAGE_LINKS):
             continue
         hrefs.add(href)
-        base = get_base_url(response) if base is None else base
         entry = LINKS.joined(base, href)   # what response.urljoin(href) gives, and its host
         if hosts is not None and entry[1] not in hosts:   # the host stays what strip_tracking keeps
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gzip
 from typing import Any, AsyncIterator
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy.http import Response, TextResponse
@@ -123,14 +123,14 @@ class NewsSpider(PageSpider):
 
     def follow(self, response: TextResponse, facts: pagekind.PageFacts, target: SiteProfile) -> Any:
         """Requests for wanted same-site links and for advertised RSS/Atom feeds."""
-        for url, _ in crawlable(response, ((href, None) for href in facts.hrefs), target.hosts):
+        for url, _ in crawlable(facts.base, ((href, None) for href in facts.hrefs), target.hosts):
             if self.wanted(url, target):
                 article = target.is_article(url) if not target.auto else pagekind.url_looks_article(url)
                 yield self.page_request(url, target, priority=1 if article else 0)
         if self.use_sitemaps:
             for kind, href in facts.feeds:
                 if kind.lower() in FEED_TYPES:
-                    yield scrapy.Request(response.urljoin(href), self.parse_feed, errback=self.on_error,
+                    yield scrapy.Request(urljoin(facts.base, href), self.parse_feed, errback=self.on_error,
                                          meta={"optional": True}, cb_kwargs={"site": target.name})
 
     def parse_robots(self, response: Response, site: str, origin: str) -> Any:

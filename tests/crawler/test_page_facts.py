@@ -52,23 +52,37 @@ def _real_pages() -> list[HtmlResponse]:
             for i, path in enumerate(files[::4])]
 
 
+def _encoded_pages() -> list[HtmlResponse]:
+    """The edge pages in the encodings Scrapy meets: declared in the header, in a meta tag only, by a BOM, none."""
+    article = EDGES["base and feeds"].replace("<a href='a.html'>a</a>", f"<a href='a.html'>{STORY}</a>")
+    meta = article.replace("<head>", "<head><meta charset='gbk'>")
+    return [_response("http://x.cn/e/1.html", article.encode("gbk"), {"Content-Type": "text/html; charset=gbk"}),
+            _response("http://x.cn/e/2.html", meta.encode("gbk"), {"Content-Type": "text/html"}),
+            _response("http://x.cn/e/3.html", b"\xef\xbb\xbf" + article.encode(), {"Content-Type": "text/html; charset=gbk"}),
+            _response("http://x.cn/e/4.html", article.encode(), {}),
+            _response("http://x.cn/e/5.html", article.encode("big5", "replace"), {"Content-Type": "text/html; charset=big5"})]
+
+
 @pytest.mark.parametrize("shape", [True, False])
 def test_the_workers_facts_are_the_facts_of_scrapys_tree(shape):
-    pages = _real_pages() + [_response(f"http://x.cn/news/{i}.html", html.encode()) for i, html in enumerate(EDGES.values())]
+    pages = _real_pages() + _encoded_pages()
+    pages += [_response(f"http://x.cn/news/{i}.html", html.encode()) for i, html in enumerate(EDGES.values())]
     for r in pages:
-        assert page_facts_of(r.text, selector_type(r), get_base_url(r), shape) == page_facts(r.selector.root, shape), r.url
+        facts = page_facts_of(r.body, r.encoding, r.url, selector_type(r), shape)
+        assert facts == page_facts(r.selector.root, get_base_url(r), shape), r.url
+        assert facts.base == get_base_url(r), r.url
 
 
 def test_the_facts_carry_what_the_spider_reads():
     r = _response("http://x.cn/news/9.html", EDGES["base and feeds"].encode())
-    facts = page_facts_of(r.text, "html", get_base_url(r), False)
-    assert facts.hrefs == ("a.html",)
+    facts = page_facts_of(r.body, r.encoding, r.url, "html", False)
+    assert facts.base == "http://x.cn/other/" and facts.hrefs == ("a.html",)
     assert facts.feeds == (("application/rss+xml", "/feed.xml"), ("", "/nofeed"))
     assert facts.shape is None
     soft = _response("http://x.cn/news/10.html", EDGES["soft 404"].encode())
-    assert page_facts_of(soft.text, "html", soft.url, False).shape is not None   # a soft 404 is measured anyway
+    assert page_facts_of(soft.body, "utf-8", soft.url, "html", False).shape is not None   # a soft 404 is measured anyway
     article = _response("http://x.cn/news/11.html", EDGES["article"].encode())
-    assert page_facts_of(article.text, "html", article.url, True).canonical == "/news/20240501/1.html"
+    assert page_facts_of(article.body, "utf-8", article.url, "html", True).canonical == "/news/20240501/1.html"
 
 
 def _spider(workers: bool) -> NewsSpider:
@@ -100,7 +114,7 @@ def test_the_spider_yields_the_same_items_and_requests_with_worker_processes_as_
     mismatched = _response("http://x.cn/news/20240501/7.html", EDGES["article"].replace("/news/", "/新闻/").encode(),
                            {"Content-Type": "text/html; charset=gb2312"})
     pages = [_response(f"http://x.cn/news/20240501/{i}.html", html.encode()) for i, html in enumerate(EDGES.values())]
-    pages += _real_pages()[:40] + [mismatched]
+    pages += _real_pages()[:40] + _encoded_pages() + [mismatched]
     here = _outputs(_spider(workers=False), pages)
     spider = _spider(workers=True)
     try:
