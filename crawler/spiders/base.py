@@ -201,10 +201,13 @@ class PageSpider(scrapy.Spider):
             return await workers.run(page_facts_of, response.body, response.encoding, response.url,
                                      selector_type(response), shape)
         root = root_of(response)   # here: no workers, or extraction's decoding (rare)
-        if root is None:
+        try:
+            facts = page_facts(root, get_base_url(response), shape) if root is not None else None
+        except (ValueError, AttributeError):   # a tree that is no HTML tree (parsel's guess for other text)
             return None
-        facts = page_facts(root, get_base_url(response), shape)
-        return facts if scrapys else replace(facts, canonical=scrapy_canonical_href(response))   # ids: Scrapy's tree
+        if facts is None or scrapys:
+            return facts
+        return replace(facts, canonical=scrapy_canonical_href(response))   # the page id: Scrapy's tree, as ever
 
 
 def crawlable(base: str, anchors: Iterable[tuple[str, T]], hosts: set[str] | None) -> list[tuple[str, T]]:

@@ -127,3 +127,18 @@ def test_the_spider_yields_the_same_items_and_requests_with_worker_processes_as_
     assert kinds["article"] == ["item", "request"] and kinds["soft 404"] == [] and "item" not in kinds["list"]
     assert there[-1][0][:4] == ("item", mismatched.url, page_id(canonical_pair(mismatched)[0]), canonical_pair(mismatched)[0])
     assert sum(1 for out in there for x in out if x[0] == "item") >= 10   # real pages: articles found
+
+
+def test_a_text_response_that_is_no_html_tree_is_unparseable_with_workers_and_without():
+    from scrapy.http import TextResponse as Plain
+    body = b'{"items": [1, 2, 3], "text": "\xe4\xb8\xad\xe6\x96\x87"}'   # parsel takes it for JSON: no lxml tree
+    r = Plain("http://x.cn/news/20240501/9.json", body=body, headers={"Content-Type": "text/plain; charset=utf-8"},
+              request=Request("http://x.cn/news/20240501/9.json"))
+    for workers in (False, True):
+        spider = _spider(workers)
+        try:
+            assert _outputs(spider, [r]) == [[]]
+            assert spider.crawler.stats.get_value("zhdedup/failed/unparseable") == 1
+        finally:
+            if workers:
+                spider.crawler._zhdedup_workers.close()
