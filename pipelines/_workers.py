@@ -6,7 +6,9 @@ is one worker on a machine with two or more CPUs: the crawler is bound to one co
 pays on the other (docs/performance.md). Under "auto" the pool grows, one worker at a time up to one a CPU,
 while its workers stay busy (GROW_BUSY of their time over GROW_SECONDS): pages of real sites' weight keep
 one worker busy all the time, where small pages leave it idle more than half of it (docs/performance.md,
-twenty-seventh pass). A pool that breaks (a worker killed) is said once in the log and
+twenty-seventh pass). Work the crawler process could do itself (the news spider's page facts) goes to the
+workers while that process is the busy one, and stays in it once it has room (HERE_BELOW: `offload`; twenty-
+eighth pass). A pool that breaks (a worker killed) is said once in the log and
 the work goes on in the crawler process: nothing is lost. Each worker is reached through one socket that the
 event loop reads and writes (`Channel`; the worker's side is pipelines/worker_process.py). Workers end with
 their crawler however it ends (SIGKILL, OOM kill): each watches the crawler's pid and exits when it is gone,
@@ -46,6 +48,8 @@ READ_BYTES = 1 << 20    # most bytes read from a worker's socket at once
 CLOSE_SECONDS = 5.0     # how long a closing pool waits for a worker to exit before it kills it
 GROW_BUSY = 0.85        # "auto": one more worker when the workers' CPU was this share of their time ...
 GROW_SECONDS = 2.0      # ... over this long (counted from their first answer, so not their warm-up)
+HERE_BELOW = 0.70       # work the crawl process could do itself stays there while it is busy less than this
+                        # share of one CPU over such a window (until it is GROW_BUSY busy again)
 # in that order; the extractor is preloaded by name (pipelines._worker_tasks imports it only at its first use,
 # because the crawler process imports that module too and never extracts), then warmed up with the tokenizer
 PRELOAD = ("pipelines.worker_process", "pipelines._worker_tasks", "extract.article", "pipelines._forkserver_warm",
@@ -238,11 +242,13 @@ class WorkerPool:
     used goes into the stats (zhdedup/workers/cpu_ms), so that a benchmark counts it."""
 
     def __init__(self, size: int, stats: Any = None, most: int | None = None, grow_busy: float = GROW_BUSY,
-                 grow_seconds: float = GROW_SECONDS) -> None:
+                 grow_seconds: float = GROW_SECONDS, here_below: float = HERE_BELOW) -> None:
         self.size = size
         self.most = max(size, most or 0)   # grown to while busy (a fixed size when no larger)
-        self.grow_busy, self.grow_seconds = grow_busy, grow_seconds
-        self.window: tuple[float, float] | None = None   # (monotonic time, the workers' CPU seconds) it began at
+        self.grow_busy, self.grow_seconds, self.here_below = grow_busy, grow_seconds, here_below
+        # (monotonic time, the workers' CPU seconds, this process's CPU seconds) the window began at
+        self.window: tuple[float, float, float] | None = None
+        self.offload = True   # whether work this process could do itself goes to the workers (`_place`)
         self.growing = False
         self.stats = stats
         self.channels: list[Channel] = []
@@ -310,8 +316,7 @@ class WorkerPool:
         channel = min(self.channels, key=lambda c: len(c.pending))
         try:
             answer = await channel.call(fn, args)
-            if len(self.channels) < self.most:
-                self._maybe_grow()
+            self._measure()
             return answer
         except UnreadableAnswer as exc:   # this call only: the worker goes on with the others
             logger.warning("%s: %s done in the crawler process", exc, getattr(fn, "__name__", fn))
@@ -323,24 +328,37 @@ class WorkerPool:
             self.broken = True
             return fn(*args)
 
-    def _maybe_grow(self) -> None:
-        """At the end of each window of grow_seconds: one more worker, started in the background, when the
-        workers were busy grow_busy of that time (their CPU time from /proc)."""
+    def _measure(self) -> None:
+        """At the end of each window of grow_seconds, how busy the workers and this process were (CPU time from
+        /proc): one more worker, started in the background, when the workers were busy grow_busy of their time
+        and the pool may grow; and where work this process could do itself goes (`_place`)."""
         if self.growing:
             return
         now = time.monotonic()
         if self.window is None:
-            self.window = (now, self._cpu())
+            self.window = (now, self._cpu(), process_cpu_seconds(os.getpid(), children=False))
             return
-        began, cpu_then = self.window
+        began, cpu_then, here_then = self.window
         if now - began < self.grow_seconds:
             return
-        cpu = self._cpu()
-        self.window = (now, cpu)
+        cpu, here = self._cpu(), process_cpu_seconds(os.getpid(), children=False)
+        self.window = (now, cpu, here)
+        self._place((here - here_then) / (now - began))
         busy = (cpu - cpu_then) / ((now - began) * len(self.channels))
-        if busy >= self.grow_busy and not (self.broken or self.closed):
+        if busy >= self.grow_busy and len(self.channels) < self.most and not (self.broken or self.closed):
             self.growing = True
             threading.Thread(target=self._grow, args=(busy,), name="zhdedup-workers-grow", daemon=True).start()
+
+    def _place(self, here_busy: float) -> None:
+        """Work this process could do itself (the spider's page facts) goes to the workers while this process is
+        busy (its event loop bounds the crawl: small pages), and stays here once it is busy less than here_below
+        of one CPU (the workers bound the crawl: pages of real sites' weight), until it is grow_busy busy again."""
+        if self.offload and here_busy < self.here_below:
+            self.offload = False
+            logger.info("crawler process busy %.0f%% of a CPU: the pages' facts are measured here", 100 * here_busy)
+        elif not self.offload and here_busy >= self.grow_busy:
+            self.offload = True
+            logger.info("crawler process busy %.0f%% of a CPU: the pages' facts go to the workers", 100 * here_busy)
 
     def _cpu(self) -> float:
         """The workers' CPU seconds so far."""

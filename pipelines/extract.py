@@ -40,8 +40,9 @@ def crawl_drained(crawler: Any) -> Callable[[], bool]:
 
 
 def facts_workers(crawler: Any) -> WorkerPool | None:
-    """The worker processes that measure a spider's pages (`page_facts_of`): the crawl's pool, the one extraction
-    and fingerprints use, or None when the crawl has none (the spider measures the page itself)."""
+    """The worker processes that measure a spider's pages (`page_facts_of`) while their `offload` says so: the
+    crawl's pool, the one extraction and fingerprints use, or None when the crawl has none (the spider measures
+    the page itself)."""
     return pool_of(crawler) if crawler is not None else None
 
 

@@ -190,14 +190,14 @@ class PageSpider(scrapy.Spider):
 
     async def facts_of(self, response: TextResponse, shape: bool) -> PageFacts | None:
         """The page's heading, links, feeds, canonical link and (when asked) shape, or None when it cannot be
-        parsed: measured in the crawl's worker processes when it has them, so that the event loop fetching for
-        every site spends no time parsing; from the tree root_of gives."""
+        parsed: measured in the crawl's worker processes while this process is the busy one (small pages: the
+        event loop fetching for every site then spends no time parsing), else here; from the tree root_of gives."""
         try:
             scrapys = same_charset(response)
         except (ValueError, LookupError):
             return None
         workers = facts_workers(self.crawler)
-        if workers is not None and scrapys:
+        if workers is not None and workers.offload and scrapys:
             return await workers.run(page_facts_of, response.body, response.encoding, response.url,
                                      selector_type(response), shape)
         root = root_of(response)   # here: no workers, or extraction's decoding (rare)

@@ -288,3 +288,22 @@ def test_a_pool_closed_while_it_grows_leaves_no_worker():
         time.sleep(0.05)
     children = multiprocessing.active_children()
     assert not pool.channels and not [c for c in children if c.name == "zhdedup-worker"]
+
+
+def test_work_the_crawler_could_do_stays_here_once_it_has_room_and_goes_back_when_it_is_busy():
+    """here_below 1.0: this test process, idle between calls, counts as having room; grow_busy 0.0: any window
+    counts as busy again (how busy a process gets depends on the machine, not tested here)."""
+    pool = WorkerPool(1, Stats(), grow_seconds=0.1, here_below=1.0)
+    pool.start(warm_up_extract)
+    try:
+        assert pool.offload   # a crawl starts with its page facts in the workers
+        _calls_until(pool, lambda: not pool.offload, 30, pause=0.02)
+        assert not pool.offload
+        pool.here_below, pool.grow_busy = 0.0, 0.0
+        _calls_until(pool, lambda: pool.offload, 30, pause=0.02)
+        assert pool.offload
+        pool.grow_busy = 2.0   # never busy: a pool at its size limit keeps its size and its placement
+        _calls_until(pool, lambda: False, 0.5, pause=0.02)
+        assert pool.offload and len(pool.pids()) == 1
+    finally:
+        pool.close()
