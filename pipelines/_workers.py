@@ -6,14 +6,12 @@ is one worker on a machine with two or more CPUs: the crawler is bound to one co
 pays on the other (docs/performance.md). Under "auto" the pool grows, one worker at a time up to one a CPU,
 while its workers stay busy (GROW_BUSY of their time over GROW_SECONDS): pages of real sites' weight keep
 one worker busy all the time, where small pages leave it idle more than half of it (docs/performance.md,
-twenty-seventh pass). Work the crawler process could do itself (the news spider's page facts) goes to the
-workers while that process is the busy one, and stays in it once it has room (HERE_BELOW: `offload`; twenty-
-eighth pass). A pool that breaks (a worker killed) is said once in the log and
-the work goes on in the crawler process: nothing is lost. Each worker is reached through one socket that the
-event loop reads and writes (`Channel`; the worker's side is pipelines/worker_process.py). Workers end with
-their crawler however it ends (SIGKILL, OOM kill): each watches the crawler's pid and exits when it is gone,
-and with the last worker the forkserver and multiprocessing's resource tracker see their pipes close and
-exit too (issue 31).
+twenty-seventh pass). The spider's page facts go to the workers while the crawler process is the busy one
+(`offload`, twenty-eighth pass). A pool that breaks (a worker killed) is said once in the log and the work goes
+on in the crawler process: nothing is lost. Each worker is reached through one socket that the event loop reads
+and writes (`Channel`; the worker's side is pipelines/worker_process.py). Workers end with their crawler however
+it ends (SIGKILL, OOM kill): each watches the crawler's pid and exits when it is gone, and with the last worker
+the forkserver and multiprocessing's resource tracker see their pipes close and exit too (issue 31).
 """
 from __future__ import annotations
 
@@ -48,8 +46,7 @@ READ_BYTES = 1 << 20    # most bytes read from a worker's socket at once
 CLOSE_SECONDS = 5.0     # how long a closing pool waits for a worker to exit before it kills it
 GROW_BUSY = 0.85        # "auto": one more worker when the workers' CPU was this share of their time ...
 GROW_SECONDS = 2.0      # ... over this long (counted from their first answer, so not their warm-up)
-HERE_BELOW = 0.70       # work the crawl process could do itself stays there while it is busy less than this
-                        # share of one CPU over such a window (until it is GROW_BUSY busy again)
+HERE_BELOW = 0.70       # work the crawler could do itself stays there while it is this busy, until GROW_BUSY
 # in that order; the extractor is preloaded by name (pipelines._worker_tasks imports it only at its first use,
 # because the crawler process imports that module too and never extracts), then warmed up with the tokenizer
 PRELOAD = ("pipelines.worker_process", "pipelines._worker_tasks", "extract.article", "pipelines._forkserver_warm",
@@ -329,9 +326,8 @@ class WorkerPool:
             return fn(*args)
 
     def _measure(self) -> None:
-        """At the end of each window of grow_seconds, how busy the workers and this process were (CPU time from
-        /proc): one more worker, started in the background, when the workers were busy grow_busy of their time
-        and the pool may grow; and where work this process could do itself goes (`_place`)."""
+        """At the end of each window of grow_seconds, how busy the workers and this process were (/proc): one more
+        worker when the workers were busy grow_busy of their time and the pool may grow; `_place`."""
         if self.growing:
             return
         now = time.monotonic()
@@ -350,9 +346,8 @@ class WorkerPool:
             threading.Thread(target=self._grow, args=(busy,), name="zhdedup-workers-grow", daemon=True).start()
 
     def _place(self, here_busy: float) -> None:
-        """Work this process could do itself (the spider's page facts) goes to the workers while this process is
-        busy (its event loop bounds the crawl: small pages), and stays here once it is busy less than here_below
-        of one CPU (the workers bound the crawl: pages of real sites' weight), until it is grow_busy busy again."""
+        """Work this process could do itself (the spider's page facts) goes to the workers while it is busy (small
+        pages), and stays here once it is less than here_below busy (real sites' pages), until grow_busy again."""
         if self.offload and here_busy < self.here_below:
             self.offload = False
             logger.info("crawler process busy %.0f%% of a CPU: the pages' facts are measured here", 100 * here_busy)
