@@ -149,23 +149,25 @@ class PageFacts:
     base: str                             # the URL its links are relative to (Scrapy's get_base_url)
     heading: str                          # heading_text
     hrefs: tuple[str, ...]                # each <a href> once, stripped, in document order; NOT_PAGE_LINKS out
-    feeds: tuple[tuple[str, str], ...]    # (type, href) of each <link rel="alternate" href>
+    feeds: tuple[tuple[str, str], ...]    # (type, href) of each <link rel="alternate" href>, when asked for
     canonical: str | None = None          # canonical_href
     shape: Shape | None = None            # page_shape, when asked for or when the heading reads as an error
 
 
-def page_facts(root: Any, base: str, shape: bool = True) -> PageFacts:
-    """The facts of an lxml HTML tree whose links are relative to `base`; its shape when `shape` or when the
-    heading may be a soft 404's (the only other reader of the shape)."""
+def page_facts(root: Any, base: str, shape: bool = True, feeds: bool = True) -> PageFacts:
+    """The facts of an lxml HTML tree whose links are relative to `base`; its feed links when `feeds` (a spider
+    that reads no feeds asks for none); its shape when `shape` or when the heading may be a soft 404's (the only
+    other reader of the shape)."""
     heading = heading_text(root)
     hrefs: dict[str, None] = {}
     for a in root.xpath("//a[@href]"):
         href = (a.get("href") or "").strip()
         if href and not href.startswith(NOT_PAGE_LINKS):
             hrefs.setdefault(href)
-    feeds = tuple((link.get("type") or "", link.get("href")) for link in root.xpath("//link[@rel='alternate'][@href]"))
+    alternates = root.xpath("//link[@rel='alternate'][@href]") if feeds else ()
+    found = tuple((link.get("type") or "", link.get("href")) for link in alternates)
     measured = page_shape(root) if shape or is_soft_404(heading, 0) else None
-    return PageFacts(base, heading, tuple(hrefs), feeds, canonical_href(root), measured)
+    return PageFacts(base, heading, tuple(hrefs), found, canonical_href(root), measured)
 
 
 _CANONICAL_CASE = str.maketrans("CANOICL", "canoicl")   # XPath's translate() of the rel attribute

@@ -32,7 +32,7 @@ def warm_up_extract() -> None:
     page_facts_of(page.encode(), "utf-8", "http://127.0.0.1/", "html", True)
 
 
-def page_facts_of(body: bytes, encoding: str, url: str, doc_type: str | None, shape: bool) -> Any:
+def page_facts_of(body: bytes, encoding: str, url: str, doc_type: str | None, shape: bool, feeds: bool = True) -> Any:
     """The spider's facts of a page (extract.pagekind.PageFacts) from the tree Scrapy's selector makes of it, or
     None when it cannot be parsed: the text and base URL as Scrapy's TextResponse.text and get_base_url make
     them of the body and its encoding (w3lib), the tree as its Selector does (parsel, Scrapy's arguments)."""
@@ -46,7 +46,7 @@ def page_facts_of(body: bytes, encoding: str, url: str, doc_type: str | None, sh
     try:
         text = html_to_unicode(f"charset={encoding}", body)[1]
         base = get_base_url(text[:4096], url, encoding)
-        return page_facts(Selector(text=text, type=doc_type, base_url=base).root, base, shape)
+        return page_facts(Selector(text=text, type=doc_type, base_url=base).root, base, shape, feeds)
     except (ValueError, LookupError, etree.ParserError, AttributeError):
         return None
 

@@ -188,8 +188,8 @@ class PageSpider(scrapy.Spider):
         return [(url, " ".join(a.xpath(".//text()")).strip() if text else "")
                 for url, a in crawlable(get_base_url(response), anchors, hosts)]
 
-    async def facts_of(self, response: TextResponse, shape: bool) -> PageFacts | None:
-        """The page's heading, links, feeds, canonical link and (when asked) shape, or None when it cannot be
+    async def facts_of(self, response: TextResponse, shape: bool, feeds: bool = True) -> PageFacts | None:
+        """The page's heading, links, canonical link and (when asked) feeds and shape, or None when it cannot be
         parsed: measured in the crawl's worker processes while this process is the busy one (small pages: the
         event loop fetching for every site then spends no time parsing), else here; from the tree root_of gives."""
         try:
@@ -199,10 +199,10 @@ class PageSpider(scrapy.Spider):
         workers = facts_workers(self.crawler)
         if workers is not None and workers.offload and scrapys:
             return await workers.run(page_facts_of, response.body, response.encoding, response.url,
-                                     selector_type(response), shape)
-        root = root_of(response)   # here: no workers, or extraction's decoding (rare)
+                                     selector_type(response), shape, feeds)
+        root = root_of(response, scrapys)   # here: no workers, this process has room, or extraction's decoding
         try:
-            facts = page_facts(root, get_base_url(response), shape) if root is not None else None
+            facts = page_facts(root, get_base_url(response), shape, feeds) if root is not None else None
         except (ValueError, AttributeError):   # a tree that is no HTML tree (parsel's guess for other text)
             return None
         if facts is None or scrapys:
@@ -246,12 +246,12 @@ def selector_type(response: TextResponse) -> str | None:
     return "html" if isinstance(response, HtmlResponse) else None
 
 
-def root_of(response: Response) -> etree._Element | None:
+def root_of(response: Response, same: bool | None = None) -> etree._Element | None:
     """The lxml tree of an HTML response for page kind, or None: Scrapy's own tree, unless its charset
     guess differs from extraction's (e.g. UTF-8 bytes declared GB2312), then the page decoded as
-    extraction decodes it -- page kind on mojibake sees no sentences."""
+    extraction decodes it -- page kind on mojibake sees no sentences. `same`: same_charset, when known."""
     try:
-        if same_charset(response):
+        if same_charset(response) if same is None else same:
             return response.selector.root
         return load(response.body, header_dict(response.headers)).tree
     except (ValueError, LookupError, etree.ParserError, UnicodeDecodeError, AttributeError):

@@ -90,7 +90,7 @@ class NewsSpider(PageSpider):
         target = self.by_name[site]
         if not self.usable(response):
             return
-        facts = await self.facts_of(response, shape=target.auto)
+        facts = await self.facts_of(response, shape=target.auto, feeds=self.use_sitemaps)
         if facts is None:
             self.fail(response.url, "unparseable")
             return

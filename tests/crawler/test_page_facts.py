@@ -4,6 +4,7 @@ when the spider reads Scrapy's tree itself (real worker processes, real pages of
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 from scrapy import Request
@@ -79,6 +80,7 @@ def test_the_facts_carry_what_the_spider_reads():
     assert facts.base == "http://x.cn/other/" and facts.hrefs == ("a.html",)
     assert facts.feeds == (("application/rss+xml", "/feed.xml"), ("", "/nofeed"))
     assert facts.shape is None
+    assert page_facts_of(r.body, r.encoding, r.url, "html", False, feeds=False) == replace(facts, feeds=())
     soft = _response("http://x.cn/news/10.html", EDGES["soft 404"].encode())
     assert page_facts_of(soft.body, "utf-8", soft.url, "html", False).shape is not None   # a soft 404 is measured anyway
     article = _response("http://x.cn/news/11.html", EDGES["article"].encode())
