@@ -1,10 +1,9 @@
 """StorePipeline: the kept page, its text and fingerprints, into MongoDB through the store.
 
-Group commit: pages that arrive while a write is under way are written together in the next one (one
-look-up and one bulk write, up to ZHDEDUP_STORE_BATCH pages): each write costs the server far more than
-its bytes. No item passes on before its page is written (or spooled), and no page waits longer than the
-write before it -- a page claimed in Redis but not yet in MongoDB is lost if Redis loses its data, so
-that window stays as short as one write (ZHDEDUP_STORE_BATCH_MS adds an extra wait; default 0).
+Group commit: a write waits ZHDEDUP_STORE_BATCH_MS (30) and takes every page that arrived meanwhile or during
+the write before (one look-up and one bulk write, up to ZHDEDUP_STORE_BATCH pages): each write costs the server
+far more than its bytes. No item passes on before its page is written (or spooled). A page claimed in Redis
+but not yet in MongoDB is in flight (storage/inflight.py): a Redis data loss meanwhile re-adds it.
 """
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ class StorePipeline:
     @classmethod
     def from_crawler(cls, crawler) -> "StorePipeline":
         """Open the shared store; ZHDEDUP_LOG_STORED=True logs a line per stored page; ZHDEDUP_STORE_BATCH
-        (100) pages at most per write, ZHDEDUP_STORE_BATCH_MS (0) extra wait before a write."""
+        (100) pages at most per write, ZHDEDUP_STORE_BATCH_MS (30) wait before a write."""
         s = crawler.settings
         return cls(crawler, s.getbool("ZHDEDUP_LOG_STORED", defaults.ZHDEDUP_LOG_STORED),
                    s.getint("ZHDEDUP_STORE_BATCH", defaults.ZHDEDUP_STORE_BATCH),
