@@ -21,20 +21,25 @@ class DedupPipeline:
     """Exact, SimHash or shared-passage copies of a kept page are recorded and dropped (DuplicateItem);
     new pages go on to be stored. The original is the earliest published copy (DedupEngine decides)."""
 
-    def __init__(self, crawler, engine: DedupEngine, index: RedisDedupIndex) -> None:
+    def __init__(self, crawler, engine: DedupEngine, index: RedisDedupIndex,
+                 batch_ms: float = defaults.ZHDEDUP_STORE_BATCH_MS) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.engine = engine
         self.index = index
         self.store = index.store
-        self.copies = GroupCommit(crawler, self.store.record_duplicates)  # copy records, batched like page saves
+        # copy records, batched like page saves
+        self.copies = GroupCommit(crawler, self.store.record_duplicates, wait_ms=batch_ms)
 
     @classmethod
     def from_crawler(cls, crawler) -> "DedupPipeline":
-        """The engine with the settings' parameters (pipelines.params) over the shared store's index."""
+        """The engine with the settings' parameters (pipelines.params) over the shared store's index; copy
+        records wait ZHDEDUP_STORE_BATCH_MS (30) before a write, as page saves do."""
+        s = crawler.settings
         index = RedisDedupIndex(store_for(crawler))
-        trace = crawler.settings.getbool("ZHDEDUP_TRACE_DECISIONS", defaults.ZHDEDUP_TRACE_DECISIONS)
-        return cls(crawler, DedupEngine(dedup_params(crawler.settings), index, trace), index)
+        trace = s.getbool("ZHDEDUP_TRACE_DECISIONS", defaults.ZHDEDUP_TRACE_DECISIONS)
+        return cls(crawler, DedupEngine(dedup_params(s), index, trace), index,
+                   s.getfloat("ZHDEDUP_STORE_BATCH_MS", defaults.ZHDEDUP_STORE_BATCH_MS))
 
     async def process_item(self, item: Any) -> Any:
         """Decide (in a store thread); keep the page, or record the copy and raise DuplicateItem."""

@@ -48,5 +48,5 @@ ZHDEDUP_STORE: dict = {}        # overrides for StoreConfig.from_env, e.g. -s 'Z
 ZHDEDUP_STORE_THREADS = "auto"  # threads for blocking store calls, so downloads go on meanwhile; auto = 2 with
                                 # up to 2 usable CPUs (fewer threads asking for the GIL: +7% pages/s), else 4
 ZHDEDUP_STORE_BATCH = 100       # pages saved per MongoDB write at most (pages arriving during a write go in the next)
-ZHDEDUP_STORE_BATCH_MS = 30.0   # wait before a write, to batch more: fewer MongoDB commands (pages in it are in flight)
+ZHDEDUP_STORE_BATCH_MS = 30.0   # wait before a write of pages or of copy records, to batch more: fewer MongoDB commands
 ZHDEDUP_LOG_STORED = False      # True: an INFO line per stored page (new matches are always logged)

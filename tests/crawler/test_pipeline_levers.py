@@ -57,6 +57,34 @@ def test_pages_arriving_together_are_saved_in_one_batch(store, store_config):
     crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="done")
 
 
+@pytest.mark.parametrize("wait_ms, sizes", [(0, [1, 2]), (1000, [3])])
+def test_copy_records_wait_to_batch_as_page_saves_do(store, store_config, wait_ms, sizes):
+    """ZHDEDUP_STORE_BATCH_MS holds copy records too: one arriving a moment after another goes in its write."""
+    from pipelines.dedup import DedupPipeline
+
+    crawler = crawler_for(store_config, ZHDEDUP_STORE_BATCH_MS=wait_ms)
+    pipe = DedupPipeline.from_crawler(crawler)
+    seen: list[int] = []
+    real = pipe.copies.write_many
+    pipe.copies.write_many = lambda records: seen.append(len(records)) or real(records)
+    original = page_id("http://a.example/0.html")
+
+    def copy(n: int) -> dict:
+        return {"url": f"http://b.example/{n}.html", "original_id": original, "method": "exact"}
+
+    async def arrive():
+        first = asyncio.ensure_future(pipe.copies.save(copy(0)))
+        await asyncio.sleep(0.05)
+        return await asyncio.gather(first, pipe.copies.save(copy(1)), pipe.copies.save(copy(2)))
+
+    try:
+        assert asyncio.run(arrive()) == [True, True, True]
+        assert seen == sizes
+        assert {d["url"] for d in store.find_duplicates()} == {f"http://b.example/{n}.html" for n in range(3)}
+    finally:
+        crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="done")
+
+
 def test_a_bad_page_fails_alone_in_its_batch(store, store_config):
     from storage import BadDocument
 
