@@ -74,7 +74,8 @@ def test_copy_records_wait_to_batch_as_page_saves_do(store, store_config, wait_m
 
     async def arrive():
         first = asyncio.ensure_future(pipe.copies.save(copy(0)))
-        await asyncio.sleep(0.05)
+        for _ in range(3):   # the first record queued, its writer started: writing (no wait) or waiting
+            await asyncio.sleep(0)
         return await asyncio.gather(first, pipe.copies.save(copy(1)), pipe.copies.save(copy(2)))
 
     try:
